@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine: `make lab` and `make test`.
+# Set-up (a .venv with requirements.txt and the package installed in editable mode) runs only when
+# requirements.txt or pyproject.toml changed since the last one.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# An inherited non-interactive backend (MPLBACKEND=Agg) makes inline figures vanish from notebooks.
+NOMPL  := env -u MPLBACKEND
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
+
+.PHONY: setup lab test test-unit test-notebooks test-browser notebooks lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+lab: setup  ## open JupyterLab on the notebooks (token auth, this machine only)
+	$(NOMPL) $(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1
+
+test: setup  ## unit tests and nbval over every notebook, two workers, one notebook per worker
+	$(NOMPL) $(PY) -m pytest -n 2 --dist loadfile $(NBVAL) tests notebooks
+
+test-unit: setup
+	$(PY) -m pytest -n 2 tests
+
+test-notebooks: setup
+	$(NOMPL) $(PY) -m pytest -n 2 --dist loadfile $(NBVAL) notebooks
+
+notebooks: setup  ## execute every notebook in place on the CPU, then drop widget state and timestamps
+	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
+	$(VENV)/bin/nbstripout --keep-output --keep-count notebooks/*.ipynb
+
+lint: setup
+	$(VENV)/bin/ruff check transformer_lib tests notebooks
+
+bench: setup
+	$(PY) -m transformer_lib.bench
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

@@ -1,0 +1,10 @@
+"""transformer_lib: the Transformer of "Attention Is All You Need", one small tested module per idea.
+
+Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``.
+"""
+
+from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from .masks import causal_mask, check_mask, padding_mask
+from .runtime import pick_device, seed_everything
+
+__version__ = "0.1.0"
