@@ -26,4 +26,3 @@ if nbval is not None:
             super().__init__(*args, transport="ipc", ip=os.path.join(socket_dir, uuid.uuid4().hex[:8]), **kwargs)
 
     nbval.kernel.KernelManager = _IPCKernelManager
-

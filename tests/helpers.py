@@ -20,3 +20,27 @@ def copy_mha_from_torch(ours: tl.MultiHeadAttention, theirs: nn.MultiheadAttenti
 
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a - b).abs().max().item()
+
+
+def copy_linear(ours: nn.Linear, theirs: nn.Linear) -> None:
+    with torch.no_grad():
+        ours.weight.copy_(theirs.weight)
+        ours.bias.copy_(theirs.bias)
+
+
+def copy_encoder_layer_from_torch(ours: tl.EncoderLayer, theirs: nn.TransformerEncoderLayer) -> None:
+    copy_mha_from_torch(ours.self_attn, theirs.self_attn)
+    copy_linear(ours.feed_forward.linear1, theirs.linear1)
+    copy_linear(ours.feed_forward.linear2, theirs.linear2)
+    ours.residual_attn.norm.load_state_dict(theirs.norm1.state_dict())
+    ours.residual_ff.norm.load_state_dict(theirs.norm2.state_dict())
+
+
+def copy_decoder_layer_from_torch(ours: tl.DecoderLayer, theirs: nn.TransformerDecoderLayer) -> None:
+    copy_mha_from_torch(ours.self_attn, theirs.self_attn)
+    copy_mha_from_torch(ours.cross_attn, theirs.multihead_attn)
+    copy_linear(ours.feed_forward.linear1, theirs.linear1)
+    copy_linear(ours.feed_forward.linear2, theirs.linear2)
+    ours.residual_self.norm.load_state_dict(theirs.norm1.state_dict())
+    ours.residual_cross.norm.load_state_dict(theirs.norm2.state_dict())
+    ours.residual_ff.norm.load_state_dict(theirs.norm3.state_dict())

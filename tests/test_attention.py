@@ -263,7 +263,7 @@ def test_worked_example_by_hand():
     head2_weights = [[0.2483, 0.5035, 0.2483], [0.5035, 0.2483, 0.2483], [0.4011, 0.4011, 0.1978]]
     head1_out = [[0.8022, 0.5989], [0.5989, 0.8022], [0.7517, 0.7517]]
     head2_out = [[0.4965, 0.7517], [0.7517, 0.4965], [0.5989, 0.5989]]
-    expected_out = [h1 + h2 for h1, h2 in zip(head1_out, head2_out)]  # concatenate heads; W_O = I
+    expected_out = [h1 + h2 for h1, h2 in zip(head1_out, head2_out, strict=True)]  # concatenate heads; W_O = I
 
     torch.testing.assert_close(weights[0], torch.tensor([head1_weights, head2_weights]), atol=1e-4, rtol=0)
     torch.testing.assert_close(out[0], torch.tensor(expected_out), atol=1e-4, rtol=0)

@@ -4,7 +4,18 @@ Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention
 """
 
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from .decoder import Decoder, DecoderCache, DecoderLayer
+from .encoder import Encoder, EncoderLayer
+from .layers import (
+    LayerNorm,
+    PositionalEncoding,
+    PositionwiseFeedForward,
+    ResidualSublayer,
+    TokenEmbedding,
+    sinusoidal_encoding,
+)
 from .masks import causal_mask, check_mask, padding_mask
+from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
 
 __version__ = "0.1.0"

@@ -55,18 +55,14 @@ def scaled_dot_product_attention(
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """Clear errors for the shape mistakes that otherwise surface as a matmul error deep in the stack."""
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(
-            f"q, k, v must be at least (T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
-        )
+        raise ValueError(f"q, k, v must be at least (T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     if q.size(-1) != k.size(-1):
         raise ValueError(
             f"queries and keys must have the same width d_k: q is {tuple(q.shape)} (d_k={q.size(-1)}), "
             f"k is {tuple(k.shape)} (d_k={k.size(-1)})"
         )
     if k.size(-2) != v.size(-2):
-        raise ValueError(
-            f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v is {tuple(v.shape)}"
-        )
+        raise ValueError(f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v is {tuple(v.shape)}")
     if q.size(-2) == 0 or k.size(-2) == 0:
         raise ValueError(f"empty sequence: T_q={q.size(-2)}, T_k={k.size(-2)}; attention needs T >= 1")
 

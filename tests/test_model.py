@@ -1,0 +1,115 @@
+import pytest
+import torch
+from helpers import copy_decoder_layer_from_torch, copy_encoder_layer_from_torch, max_abs_diff
+from torch import nn
+
+import transformer_lib as tl
+
+D, H, FF = 32, 4, 64
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
+    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    ours = tl.EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
+    copy_encoder_layer_from_torch(ours, theirs)
+    x = torch.randn(3, 6, D)
+    pad = torch.zeros(3, 6, dtype=torch.bool)
+    pad[1, 4:] = True
+    out = ours(x, (~pad)[:, None, None, :])
+    ref = theirs(x, src_key_padding_mask=pad)
+    real = ~pad
+    assert max_abs_diff(out[real], ref[real]) < 1e-5  # PyTorch's fast path returns 0 at padded positions
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_equals_nn_transformer_decoder_layer(norm_first):
+    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    ours = tl.DecoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
+    copy_decoder_layer_from_torch(ours, theirs)
+    x, memory = torch.randn(3, 5, D), torch.randn(3, 7, D)
+    memory_pad = torch.zeros(3, 7, dtype=torch.bool)
+    memory_pad[2, 3:] = True
+    out = ours(x, memory, tl.causal_mask(5), (~memory_pad)[:, None, None, :])
+    ref = theirs(x, memory, tgt_mask=~tl.causal_mask(5)[0, 0], memory_key_padding_mask=memory_pad)
+    assert max_abs_diff(out, ref) < 1e-5
+
+
+def test_encoder_at_the_seeds_configuration_keeps_its_shape():
+    encoder = tl.Encoder(num_layers=5, d_model=512, num_heads=8, d_ff=2048).eval()
+    with torch.no_grad():
+        out = encoder(torch.randn(30, 200, 512))
+    assert out.shape == (30, 200, 512)
+
+
+@pytest.fixture
+def model():
+    config = tl.TransformerConfig(
+        src_vocab_size=20, tgt_vocab_size=20, d_model=D, num_heads=H, d_ff=FF, num_layers=2, dropout=0.0
+    )
+    return tl.Transformer(config).eval()
+
+
+def test_forward_gives_logits_over_the_target_vocabulary(model):
+    logits = model(torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5)))
+    assert logits.shape == (2, 5, 20)
+
+
+def test_decoder_cannot_see_the_future(model):
+    src = torch.randint(1, 20, (2, 7))
+    tgt = torch.randint(1, 20, (2, 6))
+    logits = model(src, tgt)
+    for t in range(5):
+        changed = tgt.clone()
+        changed[:, t + 1] = (changed[:, t + 1] % 19) + 1  # another real token at t + 1
+        changed_logits = model(src, changed)
+        torch.testing.assert_close(changed_logits[:, : t + 1], logits[:, : t + 1])
+        assert not torch.allclose(changed_logits[:, t + 1], logits[:, t + 1])
+
+
+def test_source_padding_does_not_leak_into_real_positions(model):
+    src = torch.tensor([[5, 6, 7, 8, 0, 0], [9, 3, 4, 0, 0, 0]])
+    tgt = torch.randint(1, 20, (2, 4))
+    mask = model.source_mask(src)
+    other = src.clone()
+    other[src == 0] = 13  # different tokens where the mask says "padding"
+    real = src != 0
+    torch.testing.assert_close(model.encode(other, mask)[real], model.encode(src, mask)[real])
+    torch.testing.assert_close(model(other, tgt, src_mask=mask), model(src, tgt))
+
+
+def test_shared_embeddings_are_one_matrix_tied_to_the_output(model):
+    assert model.src_embed.weight is model.tgt_embed.weight is model.output_projection.weight
+
+
+def test_paper_base_parameter_count():
+    """63,082,496 with a shared 37000-token vocabulary; see count_parameters for the paper's 65M."""
+    with torch.device("meta"):  # shapes only: no memory, no initialisation time
+        model = tl.Transformer(tl.TransformerConfig.paper_base(vocab_size=37000))
+    counts = tl.count_parameters(model)
+    assert counts["src_embed"] == 37000 * 512
+    assert counts["encoder"] == 6 * 3_152_384
+    assert counts["decoder"] == 6 * 4_204_032
+    assert counts["output_projection"] == 0  # tied to the embedding
+    assert counts["total"] == 63_082_496
+
+
+def test_paper_big_is_about_213m_parameters():
+    with torch.device("meta"):
+        model = tl.Transformer(tl.TransformerConfig.paper_big())
+    assert tl.count_parameters(model)["total"] == pytest.approx(213e6, rel=0.03)  # Table 3: 213M
+
+
+def test_config_errors_name_the_values():
+    with pytest.raises(ValueError, match="d_model=100 is not divisible by num_heads=8"):
+        tl.TransformerConfig(10, 10, d_model=100)
+    with pytest.raises(ValueError, match="src_vocab_size=10 and tgt_vocab_size=12"):
+        tl.TransformerConfig(10, 12)
+
+
+def test_gradients_reach_every_parameter(model):
+    model.train()
+    logits = model(torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5)))
+    logits.logsumexp(-1).mean().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name

@@ -1,0 +1,96 @@
+"""The decoder: ``N`` layers of masked self-attention, cross-attention over the encoder's memory, and
+feed-forward; plus the cache that lets it decode one token at a time without recomputing the past."""
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .attention import KVCache, MultiHeadAttention
+from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
+
+__all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
+
+
+@dataclass
+class DecoderCache:
+    """Everything the decoder keeps between decoding steps: per layer, the self-attention keys and values of
+    the tokens decoded so far and the cross-attention keys and values of the encoder memory."""
+
+    self_attn: list[KVCache] = field(default_factory=list)
+    cross_attn: list[KVCache] = field(default_factory=list)
+    length: int = 0  # how many target tokens the cache holds
+
+    @classmethod
+    def empty(cls, num_layers: int) -> "DecoderCache":
+        return cls([KVCache() for _ in range(num_layers)], [KVCache(static=True) for _ in range(num_layers)])
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep batch rows ``index`` in every layer (beam search)."""
+        for cache in self.self_attn + self.cross_attn:
+            cache.reorder(index)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention (queries from the decoder, keys and values from the encoder's
+    memory), feed-forward; each in a :class:`ResidualSublayer`. Arguments as :class:`EncoderLayer`."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
+        self.residual_self = ResidualSublayer(d_model, dropout, norm_first)
+        self.residual_cross = ResidualSublayer(d_model, dropout, norm_first)
+        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        self_cache: KVCache | None = None,
+        cross_cache: KVCache | None = None,
+    ) -> torch.Tensor:
+        """``x (B, T_tgt, d_model)``, ``memory (B, T_src, d_model)``.
+
+        ``tgt_mask``: bool, True = may attend, ``(B or 1, 1, T_tgt, T_tgt)``: causal, and padding if any.
+        ``memory_mask``: bool, ``(B, 1, 1, T_src)``: the source's padding mask.
+        """
+        x = self.residual_self(x, lambda y: self.self_attn(y, y, y, tgt_mask, cache=self_cache)[0])
+        x = self.residual_cross(x, lambda y: self.cross_attn(y, memory, memory, memory_mask, cache=cross_cache)[0])
+        return self.residual_ff(x, self.feed_forward)  # (B, T_tgt, d_model)
+
+
+class Decoder(nn.Module):
+    """``num_layers`` decoder layers (and a final LayerNorm with pre-LN). Arguments as :class:`DecoderLayer`."""
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **layer_options):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, **layer_options) for _ in range(num_layers))
+        self.final_norm = LayerNorm(d_model) if layer_options.get("norm_first") else nn.Identity()
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+        cache: DecoderCache | None = None,
+    ) -> torch.Tensor:
+        """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache."""
+        for i, layer in enumerate(self.layers):
+            self_cache, cross_cache = (cache.self_attn[i], cache.cross_attn[i]) if cache is not None else (None, None)
+            x = layer(x, memory, tgt_mask, memory_mask, self_cache, cross_cache)  # (B, T_tgt, d_model)
+        if cache is not None:
+            cache.length += x.size(1)
+        return self.final_norm(x)

@@ -1,0 +1,55 @@
+"""The encoder: ``N`` identical layers of self-attention and feed-forward, each wrapped in a residual sublayer."""
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
+
+__all__ = ["EncoderLayer", "Encoder"]
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then the feed-forward network; each inside a :class:`ResidualSublayer`.
+
+    Args:
+        d_model, num_heads, d_ff: widths (GUIDE notation).
+        dropout: ``P_drop`` on each sublayer's output.
+        attention_dropout: dropout on the attention weights (not in the paper; 0 by default).
+        norm_first: pre-LN instead of the paper's post-LN.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
+        self.residual_attn = ResidualSublayer(d_model, dropout, norm_first)
+        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``."""
+        x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask)[0])  # (B, T, d_model)
+        return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
+
+
+class Encoder(nn.Module):
+    """``num_layers`` encoder layers; with pre-LN, a final LayerNorm (the residual stream is never normalised
+    otherwise). Takes the same arguments as :class:`EncoderLayer`."""
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **layer_options):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, **layer_options) for _ in range(num_layers))
+        self.final_norm = LayerNorm(d_model) if layer_options.get("norm_first") else nn.Identity()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)  # (B, T, d_model)
+        return self.final_norm(x)

@@ -1,0 +1,142 @@
+"""The pieces every Transformer layer is made of: LayerNorm, the feed-forward network, the residual sublayer,
+token embeddings and sinusoidal positional encodings."""
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+__all__ = [
+    "LayerNorm",
+    "PositionwiseFeedForward",
+    "ResidualSublayer",
+    "TokenEmbedding",
+    "PositionalEncoding",
+    "sinusoidal_encoding",
+]
+
+
+class LayerNorm(nn.Module):
+    """Normalise each token vector to mean 0 and variance 1 over its ``d_model`` features, then scale and shift.
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with the biased variance, exactly as ``nn.LayerNorm``
+    (whose parameter names it shares, so weights copy across).
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # the gain, gamma
+        self.bias = nn.Parameter(torch.zeros(d_model))  # the shift, beta
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
+
+
+class PositionwiseFeedForward(nn.Module):
+    """``FFN(x) = max(0, x W1 + b1) W2 + b2``, applied to every position separately (paper eq. 2).
+
+    ``d_model -> d_ff -> d_model``; the layer names match ``nn.TransformerEncoderLayer`` (``linear1``,
+    ``linear2``). The paper applies dropout only to sublayer outputs, so there is none inside.
+    """
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_ff) -> (B, T, d_model)
+
+
+class ResidualSublayer(nn.Module):
+    """A residual connection around a sublayer, with its LayerNorm and dropout.
+
+    Post-LN (the paper, default): ``LayerNorm(x + Dropout(sublayer(x)))``.
+    Pre-LN (``norm_first=True``): ``x + Dropout(sublayer(LayerNorm(x)))``; the residual path stays an identity
+    from input to output, which is why deep modern models train more easily with it (no warmup needed).
+    """
+
+    def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False):
+        super().__init__()
+        self.norm = LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        if self.norm_first:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class TokenEmbedding(nn.Module):
+    """Token ids ``(B, T)`` -> vectors ``(B, T, d_model)``, multiplied by ``sqrt(d_model)`` (paper §3.4).
+
+    The matrix starts with entries of std ``d_model**-0.5``, the right size for the output projection it is
+    tied to; the ``sqrt(d_model)`` scale brings embedded vectors back to entries of size about 1, the size of
+    the positional encodings, so positions neither drown the tokens nor vanish next to them.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
+        nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
+        if padding_idx is not None:
+            with torch.no_grad():
+                self.embedding.weight[padding_idx].zero_()
+        self.scale = math.sqrt(d_model)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """The ``(vocab_size, d_model)`` matrix, shared with the output projection when weights are tied."""
+        return self.embedding.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.is_floating_point():
+            raise ValueError(f"tokens must be integer ids, got dtype {tokens.dtype}")
+        vocab_size = self.embedding.num_embeddings
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+            raise ValueError(
+                f"token ids must lie in [0, {vocab_size}), got min={tokens.min().item()}, max={tokens.max().item()}"
+            )
+        return self.embedding(tokens) * self.scale  # (B, T, d_model)
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] = cos(...)``.
+
+    Each pair of features ``(2i, 2i+1)`` turns at its own frequency ``w_i = 10000^(-2i/d_model)``, from one
+    turn every 2*pi positions down to one every 10000*2*pi; so ``PE[pos + k]`` is ``PE[pos]`` rotated by
+    ``k * w_i`` in each pair, a fixed linear map that attention can learn to use for relative positions.
+    """
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
+    frequency = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    angles = position * frequency  # (max_len, ceil(d_model / 2))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    return pe
+
+
+class PositionalEncoding(nn.Module):
+    """Add sinusoidal position vectors along the **sequence** axis, then dropout (paper §3.5 and §5.4).
+
+    The encodings are a buffer ``(1, max_len, d_model)``: the leading 1 broadcasts over the batch, so every
+    sequence gets the same position vectors. (Adding a ``(max_len, 1, d_model)`` table to batch-first input
+    gives each *sequence* one position instead: a common silent bug, notebook 03.)
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model)[None], persistent=False)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``x (B, T, d_model)`` -> ``x + PE[start : start + T]``; ``start`` > 0 when decoding step by step."""
+        length, max_len = x.size(1), self.pe.size(1)
+        if start + length > max_len:
+            raise ValueError(f"positions {start}..{start + length - 1} exceed max_len={max_len} of PositionalEncoding")
+        return self.dropout(x + self.pe[:, start : start + length])  # (B, T, d_model)
