@@ -1,0 +1,115 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+import transformer_lib as tl
+
+
+def test_smoothed_targets_put_1_minus_eps_on_target_and_spread_eps_without_pad():
+    target = torch.tensor([3, 0, 5])  # the middle one is padding
+    dist = tl.smoothed_targets(target, vocab_size=7, eps=0.1, pad_id=0)
+    assert dist[0, 3].item() == pytest.approx(0.9)
+    assert dist[0, 0].item() == 0.0  # <pad> never gets probability
+    others = [i for i in range(7) if i not in (0, 3)]
+    torch.testing.assert_close(dist[0, others], torch.full((5,), 0.1 / 5))
+    torch.testing.assert_close(dist.sum(-1), torch.tensor([1.0, 0.0, 1.0]))
+    assert torch.all(dist[1] == 0)  # a padding position carries no target at all
+
+
+def test_label_smoothing_loss_ignores_padding_and_equals_cross_entropy_at_eps_0():
+    logits = torch.randn(2, 4, 9)
+    target = torch.tensor([[4, 5, 0, 0], [6, 7, 8, 0]])
+    plain = F.cross_entropy(logits.view(-1, 9), target.view(-1), ignore_index=0)
+    torch.testing.assert_close(tl.LabelSmoothingLoss(0.0)(logits, target), plain)
+    changed = logits.clone()
+    changed[target == 0] = 100.0  # whatever the model predicts at padding changes nothing
+    loss = tl.LabelSmoothingLoss(0.1)
+    torch.testing.assert_close(loss(changed, target), loss(logits, target))
+
+
+def test_label_smoothing_loss_names_shape_mismatch():
+    with pytest.raises(ValueError, match=r"logits \(2, 4, 9\) must be target \(2, 3\)"):
+        tl.LabelSmoothingLoss()(torch.randn(2, 4, 9), torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_noam_schedule_peaks_at_warmup():
+    rates = [tl.noam_lr(step, d_model=512, warmup=4000) for step in range(1, 20001)]
+    assert max(range(len(rates)), key=rates.__getitem__) + 1 == 4000
+    assert rates[3999] == pytest.approx(512**-0.5 * 4000**-0.5)
+
+
+def test_paper_optimizer_follows_the_schedule():
+    model = torch.nn.Linear(2, 2)
+    optimizer, scheduler = tl.paper_optimizer(model, d_model=512, warmup=10)
+    for step in range(1, 15):
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(tl.noam_lr(step, 512, 10))
+        optimizer.step()
+        scheduler.step()
+    assert optimizer.defaults["betas"] == (0.9, 0.98) and optimizer.defaults["eps"] == 1e-9
+
+
+def test_warmup_linear_decay_rises_peaks_and_ends_at_zero():
+    values = [tl.warmup_linear_decay(s, 10, 100) for s in range(1, 101)]
+    assert values[9] == 1.0 and values[-1] == 0.0 and values[4] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="0 < warmup < total_steps"):
+        tl.warmup_linear_decay(1, 100, 100)
+
+
+def tiny_trainer(task, dropout=0.1):
+    tl.seed_everything(0)
+    config = tl.TransformerConfig.cpu_tiny(len(task.vocab)).replace(dropout=dropout)
+    model = tl.Transformer(config)
+    optimizer, scheduler = tl.adam_with_warmup(model, lr=3e-3, warmup=2, total_steps=20)
+    return tl.Trainer(model, optimizer, scheduler, tl.LabelSmoothingLoss(0.1))
+
+
+def test_training_lowers_the_loss_and_records_history():
+    task = tl.CopyTask()
+    trainer = tiny_trainer(task)
+    history = trainer.fit(lambda s: task.train_batch(s, 32), 20, progress=False)
+    assert len(history.loss) == len(history.token_accuracy) == len(history.lr) == 20 == trainer.step
+    assert sum(history.loss[-5:]) < sum(history.loss[:5])
+
+
+def test_resumed_checkpoint_continues_with_the_same_loss(tmp_path):
+    task = tl.CopyTask()
+    get_batch = lambda s: task.train_batch(s, 16)  # noqa: E731
+    straight = tiny_trainer(task)
+    straight.fit(get_batch, 8, progress=False)
+
+    first = tiny_trainer(task)
+    first.fit(get_batch, 4, progress=False)
+    path = first.save_checkpoint(tmp_path / "ckpt.pt")
+    torch.manual_seed(1234)  # disturb the global RNG: the checkpoint must restore it (dropout is on)
+
+    resumed = tiny_trainer(task)
+    resumed.load_checkpoint(path)
+    assert resumed.step == 4
+    resumed.fit(get_batch, 8, progress=False)
+    assert resumed.history.loss == pytest.approx(straight.history.loss, abs=1e-6)
+    assert not (tmp_path / "ckpt.pt.tmp").exists()
+
+
+def test_corrupt_checkpoint_raises_a_clear_error(tmp_path):
+    task = tl.CopyTask()
+    trainer = tiny_trainer(task)
+    path = trainer.save_checkpoint(tmp_path / "ckpt.pt")
+    path.write_bytes(path.read_bytes()[:100])  # truncated, as by a full disk
+    with pytest.raises(tl.CheckpointError, match="truncated, corrupt or not a torch file"):
+        trainer.load_checkpoint(path)
+
+
+def test_foreign_file_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save({"weight": torch.zeros(2)}, path)
+    with pytest.raises(tl.CheckpointError, match="is not a Trainer checkpoint: expected keys"):
+        tiny_trainer(tl.CopyTask()).load_checkpoint(path)
+
+
+def test_a_diverging_loss_is_reported():
+    task = tl.CopyTask()
+    trainer = tiny_trainer(task)
+    with torch.no_grad():
+        trainer.model.output_projection.weight.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="loss became nan at step 0"):
+        trainer.train_step(task.train_batch(0, 4))

@@ -1,0 +1,156 @@
+"""``python -m transformer_lib.bench``: our attention against PyTorch's, and how attention grows with T.
+
+Speed and memory claims of the course live here, never in timed tests. Each timing is the median of several
+repeats after warm-up. On a CUDA machine everything runs there (and peak memory is measured); on a CPU the
+attention-matrix memory is computed, since the CPU allocator keeps no peak count.
+"""
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .runtime import pick_device, seed_everything
+
+__all__ = ["time_call", "compare_attention", "attention_growth", "main"]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_call(fn: Callable[[], object], device: torch.device, repeats: int = 10, warmup: int = 3) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` runs, after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _paired_modules(d_model: int, num_heads: int, device: torch.device) -> tuple[MultiHeadAttention, nn.Module]:
+    theirs = nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device)
+    ours = MultiHeadAttention(d_model, num_heads).to(device)
+    with torch.no_grad():
+        for linear, w, b in zip(
+            (ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3), strict=True
+        ):
+            linear.weight.copy_(w)
+            linear.bias.copy_(b)
+        ours.w_o.load_state_dict(theirs.out_proj.state_dict())
+    return ours, theirs
+
+
+def compare_attention(
+    batch: int = 30,
+    length: int = 200,
+    d_model: int = 512,
+    num_heads: int = 8,
+    device: torch.device | None = None,
+    repeats: int = 10,
+) -> list[dict]:
+    """Forward and forward+backward self-attention times of ours (fast and explicit) and nn.MultiheadAttention."""
+    device = device or pick_device()
+    seed_everything(0)
+    ours, theirs = _paired_modules(d_model, num_heads, device)
+    x = torch.randn(batch, length, d_model, device=device, requires_grad=True)
+    variants = {
+        "nn.MultiheadAttention(need_weights=False)": lambda: theirs(x, x, x, need_weights=False)[0],
+        "ours, fast path (fused SDPA)": lambda: ours(x, x, x)[0],
+        "ours, explicit path (returns weights)": lambda: ours(x, x, x, need_weights=True)[0],
+    }
+    rows = []
+    for name, run in variants.items():
+        with torch.no_grad():
+            forward = time_call(run, device, repeats)
+        backward = time_call(lambda run=run: run().sum().backward(), device, repeats)
+        rows.append({"variant": name, "forward_s": forward, "forward_backward_s": backward})
+    reference = rows[0]
+    for row in rows:
+        row["forward_ratio"] = row["forward_s"] / reference["forward_s"]
+        row["forward_backward_ratio"] = row["forward_backward_s"] / reference["forward_backward_s"]
+    return rows
+
+
+def attention_growth(
+    lengths: tuple[int, ...] = (128, 256, 512, 1024),
+    batch: int = 4,
+    d_model: int = 256,
+    num_heads: int = 4,
+    device: torch.device | None = None,
+    repeats: int = 5,
+) -> list[dict]:
+    """Forward time of both paths as T grows, with the size of the ``(B, h, T, T)`` weights the explicit path
+    materialises (and, on CUDA, each path's measured peak memory)."""
+    device = device or pick_device()
+    seed_everything(0)
+    mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
+    rows = []
+    for length in lengths:
+        x = torch.randn(batch, length, d_model, device=device)
+        row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
+        for path, need_weights in (("fast", False), ("explicit", True)):
+            with torch.no_grad():
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                    base = torch.cuda.memory_allocated()
+                row[f"{path}_s"] = time_call(
+                    lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device, repeats, warmup=1
+                )
+                if device.type == "cuda":
+                    row[f"{path}_peak_MiB"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+        rows.append(row)
+    return rows
+
+
+def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
+    widths = [max(len(title), 12) for _, title, _ in columns]
+    widths[0] = max(widths[0], *(len(str(r[columns[0][0]])) for r in rows))
+    print("  ".join(title.ljust(w) for (_, title, _), w in zip(columns, widths, strict=True)))
+    for row in rows:
+        cells = [format(row[key], fmt) if key in row else "-" for key, _, fmt in columns]
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args(argv)
+    device = pick_device(args.device)
+    print(f"device: {device}   torch {torch.__version__}   threads: {torch.get_num_threads()}\n")
+    print("Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to nn.MultiheadAttention)")
+    _print_table(
+        compare_attention(device=device, repeats=args.repeats),
+        [
+            ("variant", "variant", "s"),
+            ("forward_s", "forward", ".4f"),
+            ("forward_ratio", "x", ".2f"),
+            ("forward_backward_s", "fwd+bwd", ".4f"),
+            ("forward_backward_ratio", "x", ".2f"),
+        ],
+    )
+    print("\nGrowth with T, B=4, d_model=256, h=4 (forward, median seconds)")
+    columns = [
+        ("T", "T", "d"),
+        ("weights_MiB", "weights MiB", ".1f"),
+        ("fast_s", "fast", ".4f"),
+        ("explicit_s", "explicit", ".4f"),
+    ]
+    if device.type == "cuda":
+        columns += [("fast_peak_MiB", "fast peak MiB", ".1f"), ("explicit_peak_MiB", "explicit peak MiB", ".1f")]
+    _print_table(attention_growth(device=device, repeats=max(3, args.repeats // 2)), columns)
+
+
+if __name__ == "__main__":
+    main()
