@@ -4,6 +4,7 @@ Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention
 """
 
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from .capture import AttentionCapture, attention_kind, capture_attention
 from .data import DATE_FORMATS, Batch, CopyTask, DateTask, Seq2SeqTask, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode
 from .decoder import Decoder, DecoderCache, DecoderLayer
@@ -19,6 +20,7 @@ from .layers import (
 from .masks import causal_mask, check_mask, padding_mask
 from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
+from .shapes import ShapeRecord, ShapeTrace, describe, trace_shapes
 from .train import (
     CheckpointError,
     History,
@@ -32,3 +34,15 @@ from .train import (
 )
 
 __version__ = "0.1.0"
+
+# Pictures and widgets load matplotlib and ipywidgets, which model code never needs: import them on first use,
+# so `tl.viz.plot_attention(...)` and `tl.widgets.AttentionExplorer(...)` work without an explicit import.
+_LAZY_SUBMODULES = {"viz", "widgets", "bench"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'transformer_lib' has no attribute {name!r}")

@@ -1,0 +1,98 @@
+"""Trace the shape of every tensor that enters and leaves every module, in the order the modules are called.
+
+    with tl.trace_shapes(model) as trace:
+        model(src, tgt)
+    print(trace.table(max_depth=3))
+
+Forward hooks do the recording, so it works on any ``nn.Module`` and needs no change to the model's code.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+__all__ = ["ShapeRecord", "ShapeTrace", "trace_shapes", "describe"]
+
+
+def describe(value: object) -> str:
+    """A short text for one argument or result: ``(2, 7, 64)``, ``(2, 1, 1, 7) bool``, ``None``, ``3``."""
+    if isinstance(value, torch.Tensor):
+        shape = "(" + ", ".join(str(s) for s in value.shape) + ("," if value.dim() == 1 else "") + ")"
+        return shape if value.is_floating_point() else f"{shape} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(describe(v) for v in value) + ")"
+    if value is None or isinstance(value, (int, float, bool, str)):
+        return repr(value)
+    return type(value).__name__
+
+
+@dataclass
+class ShapeRecord:
+    """One call of one module: its name in the model, its class, how deeply it was called, and what went in
+    and came out."""
+
+    name: str
+    module_type: str
+    depth: int
+    inputs: list[str]
+    output: str = "?"
+
+
+@dataclass
+class ShapeTrace:
+    """The records of a :func:`trace_shapes` block, in call order (a parent before its children)."""
+
+    records: list[ShapeRecord] = field(default_factory=list)
+
+    def table(self, max_depth: int | None = None, tensors_only: bool = True) -> str:
+        """A fixed-width table; ``max_depth`` hides modules nested deeper (0 = the model itself)."""
+        rows = [r for r in self.records if max_depth is None or r.depth <= max_depth]
+        lines = []
+        for r in rows:
+            inputs = [i for i in r.inputs if not tensors_only or i.startswith("(")]
+            lines.append(("  " * r.depth + (r.name or "(model)"), r.module_type, ", ".join(inputs), r.output))
+        widths = [max([len(h)] + [len(line[i]) for line in lines]) for i, h in enumerate(_HEADERS)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        return "\n".join(
+            [fmt.format(*_HEADERS), fmt.format(*("-" * w for w in widths))] + [fmt.format(*x) for x in lines]
+        )
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return self.table()
+
+
+_HEADERS = ("module", "type", "inputs", "output")
+
+
+@contextmanager
+def trace_shapes(model: nn.Module) -> Iterator[ShapeTrace]:
+    """Record every module call inside the block; hooks are removed on exit, even after an error."""
+    trace = ShapeTrace()
+    calls_in_progress: list[ShapeRecord] = []  # the call stack: a hook pair per module pushes and pops
+    handles = []
+
+    def before(module, args, kwargs, name):
+        inputs = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kwargs.items() if v is not None]
+        record = ShapeRecord(name, type(module).__name__, len(calls_in_progress), inputs)
+        trace.records.append(record)
+        calls_in_progress.append(record)
+
+    def after(module, args, kwargs, output):
+        calls_in_progress.pop().output = describe(output)
+
+    for name, module in model.named_modules():
+        handles.append(
+            module.register_forward_pre_hook(lambda m, a, k, name=name: before(m, a, k, name), with_kwargs=True)
+        )
+        handles.append(module.register_forward_hook(after, with_kwargs=True))
+    try:
+        yield trace
+    finally:
+        for handle in handles:
+            handle.remove()
