@@ -3,6 +3,7 @@
 Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``.
 """
 
+from . import checks
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import AttentionCapture, attention_kind, capture_attention
 from .data import DATE_FORMATS, Batch, CopyTask, DateTask, Seq2SeqTask, Vocab, make_batch

@@ -107,7 +107,7 @@ def plot_heads(
         if head >= heads:
             ax.axis("off")
             continue
-        ax.imshow(w[head], cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        ax.imshow(w[head], cmap="Blues", vmin=0, vmax=float(w.max()), aspect="auto")  # one scale for all heads
         ax.set_title(f"head {head}", color=HEAD_COLORS[head % 10], fontsize=10)
         ax.set_xticks(range(w.shape[2]), key_labels if key_labels is not None else [""] * w.shape[2], fontsize=7)
         ax.set_yticks(range(w.shape[1]), query_labels if query_labels is not None else [""] * w.shape[1], fontsize=7)

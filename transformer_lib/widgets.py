@@ -31,6 +31,7 @@ __all__ = [
     "FigureWidget",
     "TemperatureExplorer",
     "HeadExplorer",
+    "LayerHeadExplorer",
     "HeadCountExplorer",
     "MaskBuilder",
     "PositionalEncodingExplorer",
@@ -111,6 +112,37 @@ class HeadExplorer(FigureWidget):
         head = self.controls["head"].value
         self.state = {"head": head, "weights": self.weights[head]}
         return viz.plot_attention(self.weights[head], self.query_labels, self.key_labels, f"{self.title}, head {head}")
+
+
+class LayerHeadExplorer(FigureWidget):
+    """Pick a layer and a head of captured attention (e.g. ``tl.capture_attention(encoder)``).
+
+    ``maps``: layer name -> ``(h, T_q, T_k)`` weights, all for the same tokens.
+    """
+
+    def __init__(
+        self,
+        maps: dict[str, torch.Tensor],
+        query_labels: Sequence[str] | None = None,
+        key_labels: Sequence[str] | None = None,
+    ):
+        if not maps:
+            raise ValueError("maps is empty: capture some attention first")
+        self.maps, self.query_labels, self.key_labels = maps, query_labels, key_labels
+        heads = next(iter(maps.values())).size(0)
+        super().__init__(
+            {
+                "layer": w.Dropdown(options=list(maps), description="layer"),
+                "head": w.IntSlider(value=0, min=0, max=heads - 1, description="head"),
+            }
+        )
+
+    def draw(self) -> Figure:
+        layer, head = self.controls["layer"].value, self.controls["head"].value
+        self.state = {"layer": layer, "head": head, "weights": self.maps[layer][head]}
+        return viz.plot_attention(
+            self.maps[layer][head], self.query_labels, self.key_labels, f"{layer}, head {head}", annotate=False
+        )
 
 
 class HeadCountExplorer(FigureWidget):
