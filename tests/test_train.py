@@ -71,6 +71,17 @@ def test_training_lowers_the_loss_and_records_history():
     assert sum(history.loss[-5:]) < sum(history.loss[:5])
 
 
+def test_progress_sums_up_the_run_and_quiet_prints_nothing(capsys):
+    task = tl.CopyTask()
+    trainer = tiny_trainer(task)
+    trainer.fit(lambda s: task.train_batch(s, 8), 3, progress=False)
+    assert capsys.readouterr().out == ""
+    trainer.fit(lambda s: task.train_batch(s, 8), 5, progress=True)
+    summary = capsys.readouterr().out
+    assert summary.startswith("trained steps 4-5 in ")
+    assert f"loss {trainer.history.loss[3]:.3f} -> {trainer.history.loss[4]:.3f}" in summary
+
+
 def test_resumed_checkpoint_continues_with_the_same_loss(tmp_path):
     task = tl.CopyTask()
     get_batch = lambda s: task.train_batch(s, 16)  # noqa: E731
@@ -113,3 +124,21 @@ def test_a_diverging_loss_is_reported():
         trainer.model.output_projection.weight.fill_(float("nan"))
     with pytest.raises(FloatingPointError, match="loss became nan at step 0"):
         trainer.train_step(task.train_batch(0, 4))
+
+
+def test_load_model_weights_restores_a_trained_model(tmp_path):
+    task = tl.CopyTask()
+    trainer = tiny_trainer(task)
+    trainer.fit(lambda s: task.train_batch(s, 16), 3, progress=False)
+    path = trainer.save_checkpoint(tmp_path / "ckpt.pt")
+    fresh = tl.Transformer(trainer.model.config)
+    tl.load_model_weights(fresh, path)
+    for (name, a), b in zip(trainer.model.state_dict().items(), fresh.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+
+
+def test_train_task_recipe_learns_the_copy_task():
+    task = tl.CopyTask(num_test=100)
+    trainer = tl.train_task(task, steps=300, lr=5e-3, warmup=30, progress=False)
+    assert trainer.step == 300
+    assert tl.exact_match(trainer.model, task.test_pairs, task.vocab) > 0.9

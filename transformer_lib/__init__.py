@@ -28,9 +28,12 @@ from .train import (
     LabelSmoothingLoss,
     Trainer,
     adam_with_warmup,
+    load_model_weights,
     noam_lr,
     paper_optimizer,
+    read_checkpoint,
     smoothed_targets,
+    train_task,
     warmup_linear_decay,
 )
 
