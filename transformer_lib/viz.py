@@ -184,10 +184,10 @@ def plot_label_smoothing(
 ) -> Figure:
     """Target distributions ``(N, V)``: one row per target position."""
     d = _matrix(dist, "dist")
-    fig, ax = plt.subplots(figsize=(1.5 + 0.32 * d.shape[1], 0.9 + 0.35 * d.shape[0]))
+    fig, ax = plt.subplots(figsize=(min(10.0, 1.5 + 0.3 * d.shape[1]), 0.9 + 0.35 * d.shape[0]))
     ax.imshow(d, cmap="Purples", vmin=0, vmax=1, aspect="auto")
     if token_labels is not None:
-        ax.set_xticks(range(len(token_labels)), token_labels, rotation=90, fontsize=7)
+        ax.set_xticks(range(len(token_labels)), token_labels, rotation=90, fontsize=6)
     ax.set_xlabel("vocabulary")
     ax.set_ylabel("target position")
     ax.set_title(title)

@@ -282,7 +282,7 @@ class ScheduleExplorer(FigureWidget):
 
 
 def _token_labels(vocab: Vocab, ids: torch.Tensor) -> list[str]:
-    return [{"<bos>": "^", "<eos>": "$", " ": "␣"}.get(vocab.itos[i], vocab.itos[i]) for i in ids.tolist()]
+    return [{"<bos>": "^", "<eos>": "$", " ": "·"}.get(vocab.itos[i], vocab.itos[i]) for i in ids.tolist()]
 
 
 class AttentionExplorer(FigureWidget):
