@@ -48,3 +48,24 @@ def test_outputs_hold_no_errors_svg_gpu_text_or_machine_paths(path):
             assert not ABSOLUTE_PATH.search(text), f"absolute path in output of:\n{source}"
             assert not GPU_TEXT.search(text), f"GPU output (commit CPU outputs) in:\n{source}"
             assert "Traceback (most recent call last)" not in text, f"traceback in output of:\n{source}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_markdown_cells_are_markdown_not_commented_source(path):
+    """A markdown cell whose every line starts with '# ' is a script's comment block pasted in: it renders as
+    a wall of headings."""
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        lines = [line for line in "".join(cell["source"]).splitlines() if line.strip()]
+        if cell["cell_type"] == "markdown" and len(lines) > 1:
+            assert not all(line.startswith("#") for line in lines), f"commented-out markdown:\n{lines[0]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_images_referenced_by_markdown_exist(path):
+    cells = json.loads(path.read_text())["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            source = "".join(cell["source"])
+            for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)", source) + re.findall(r'<img src="([^"]+)"', source):
+                assert (path.parent / target).is_file(), f"{path.name} shows a missing image {target}"
