@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NOMPL  := env -u MPLBACKEND
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
 
-.PHONY: setup lab test test-unit test-notebooks test-browser notebooks lint bench clean
+.PHONY: setup lab test test-unit test-notebooks test-browser notebooks images lint bench clean
 
 setup: $(STAMP)
 
@@ -32,13 +32,26 @@ test-unit: setup
 test-notebooks: setup
 	$(NOMPL) $(PY) -m pytest -n 2 --dist loadfile $(NBVAL) notebooks
 
+CHROMIUM := /usr/bin/chromium
+
+test-browser: setup  ## JupyterLab in headless Debian chromium: run notebook 02, move a head slider (skips without chromium)
+	test -x $(CHROMIUM) || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
+		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium) \
+		|| echo "could not install chromium: the browser test will skip"
+	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt \
+		|| echo "could not install Playwright: the browser test will skip"
+	$(NOMPL) $(PY) -m pytest -v -rs --run-browser tests/browser
+
 notebooks: setup  ## execute every notebook in place on the CPU, then drop widget state and timestamps
 	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 	$(VENV)/bin/nbstripout --keep-output --keep-count notebooks/*.ipynb
 
+images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
+	$(PY) images/make_diagrams.py images
+
 lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks
+	$(VENV)/bin/ruff check transformer_lib tests notebooks images
 
 bench: setup
 	$(PY) -m transformer_lib.bench

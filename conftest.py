@@ -1,4 +1,4 @@
-"""pytest set-up shared by the unit tests and nbval.
+"""pytest set-up shared by the unit tests, nbval and the browser test.
 
 nbval starts one Jupyter kernel per notebook. Kernels started side by side (``pytest -n 2``) pick TCP ports
 independently and can collide ("Address already in use"); giving each kernel IPC transport on a unique socket
@@ -8,6 +8,8 @@ path removes that race.
 import os
 import tempfile
 import uuid
+
+import pytest
 
 try:
     import nbval.kernel
@@ -26,3 +28,21 @@ if nbval is not None:
             super().__init__(*args, transport="ipc", ip=os.path.join(socket_dir, uuid.uuid4().hex[:8]), **kwargs)
 
     nbval.kernel.KernelManager = _IPCKernelManager
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-browser", action="store_true", help="run the JupyterLab browser test (make test-browser)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: drives JupyterLab in Chromium; runs only with --run-browser")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests start JupyterLab and Chromium: they run only when asked for (``make test-browser``)."""
+    if config.getoption("--run-browser"):
+        return
+    skip = pytest.mark.skip(reason="browser test: run it with `make test-browser`")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
