@@ -137,3 +137,21 @@ def test_decoding_explorer_steps_through_the_output(date_model):
     assert changed(explorer, "step", 3)
     assert explorer.state["written"] == "".join(explorer.tokens[:3])
     torch.testing.assert_close(explorer.state["row"].sum(), torch.tensor(1.0))
+
+
+def test_display_shows_controls_then_a_picture_updated_in_place():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()  # display() publishes through a shell
+    explorer = widgets.HeadExplorer(torch.softmax(torch.randn(3, 4, 4), -1))
+    with capture_output() as shown:
+        display(explorer)
+        explorer.controls["head"].value = 2
+    controls, picture, update = shown.outputs
+    assert "application/vnd.jupyter.widget-view+json" in controls.data
+    assert controls.data["text/plain"] == "[controls: head = 0; run the notebook to move them]"
+    assert picture.data["image/png"] and not picture.update
+    assert update.update and update.transient["display_id"] == picture.transient["display_id"]
+    assert update.data["image/png"] != picture.data["image/png"]

@@ -70,8 +70,17 @@ class FigureWidget:
             self._handle.update(Image(data=self.png, format="png"))
 
     def _ipython_display_(self) -> None:
-        display(w.HBox(list(self.controls.values()), layout=w.Layout(flex_flow="row wrap")))
+        controls = w.HBox(list(self.controls.values()), layout=w.Layout(flex_flow="row wrap"))
+        bundle = controls._repr_mimebundle_()
+        # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the widget's repr.
+        bundle["text/plain"] = self.controls_summary()
+        display(bundle, raw=True)
         self._handle = display(Image(data=self.png, format="png"), display_id=True)
+
+    def controls_summary(self) -> str:
+        """One line naming the controls and their values, e.g. ``[controls: head = 0; run the notebook ...]``."""
+        values = "; ".join(f"{name} = {control.value}" for name, control in self.controls.items())
+        return f"[controls: {values}; run the notebook to move them]"
 
 
 class TemperatureExplorer(FigureWidget):
