@@ -72,6 +72,11 @@ REFERENCES = {
     "check_feed_forward": tl.PositionwiseFeedForward,
     "check_noam_lr": tl.noam_lr,
     "check_temperature_softmax": lambda logits, t: (logits / t).softmax(-1),
+    "check_shard_loss": lambda logits, target, global_tokens, world_size: F.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum"
+    )
+    * world_size
+    / global_tokens,
 }
 
 
@@ -112,6 +117,19 @@ def test_cached_causal_mask_check():
         ),
         ("check_noam_lr", lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.0), "warm-up"),
         ("check_temperature_softmax", lambda logits, t: (logits * t).softmax(-1), "multiplied"),
+        (
+            "check_shard_loss",
+            lambda logits, target, n, p: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
+            "own tokens",
+        ),
+        (
+            "check_shard_loss",
+            lambda logits, target, n, p: F.cross_entropy(
+                logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum"
+            )
+            / n,
+            "times too small",
+        ),
         (
             "check_attention",
             lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q * math.sqrt(q.size(-1)), k, v, mask),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
@@ -33,6 +34,7 @@ __all__ = [
     "check_feed_forward",
     "check_noam_lr",
     "check_temperature_softmax",
+    "check_shard_loss",
 ]
 
 
@@ -570,3 +572,57 @@ def check_temperature_softmax(softmax_with_temperature: Callable) -> CheckResult
         return "low temperatures sharpen, high ones flatten. Well done!"
 
     return _run("check_temperature_softmax", body)
+
+
+def check_shard_loss(shard_loss: Callable) -> CheckResult:
+    """``shard_loss(logits (B, T, V), target (B, T), global_tokens, world_size) -> scalar``.
+
+    The loss that each of ``world_size`` data-parallel processes should backpropagate so that DDP's average of
+    their gradients is the gradient of the mean cross-entropy over all ``global_tokens`` non-pad tokens of the
+    whole batch (pad id 0), however unequally the tokens are spread over the processes.
+    """
+
+    def body() -> str:
+        gen = torch.Generator().manual_seed(0)
+        vocab_size = 7
+        for world_size in (2, 3):
+            shards = []
+            for rank in range(world_size):
+                batch, length = 2, 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
+                target = torch.randint(1, vocab_size, (batch, length), generator=gen)
+                target[0, length - rank - 1 :] = 0  # some padding
+                shards.append((torch.randn(batch, length, vocab_size, generator=gen), target))
+            counts = [int((target != 0).sum()) for _, target in shards]
+            sums = [
+                F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum")
+                for logits, target in shards
+            ]
+            global_tokens = sum(counts)
+            expected = sum(sums) / global_tokens  # the big batch's mean over all its tokens
+            got = [_call("your function", shard_loss, logits, target, global_tokens, world_size)
+                   for logits, target in shards]
+            if not all(isinstance(g, torch.Tensor) and g.dim() == 0 for g in got):
+                raise _Failure("return one scalar tensor per process (a 0-dim tensor, as `loss.backward()` needs).")
+            averaged = sum(got) / world_size  # what DDP's gradient averaging amounts to
+            if _close(averaged, expected):
+                continue
+            if all(_close(g, total / n) for g, total, n in zip(got, sums, counts, strict=True)):
+                raise _Failure(
+                    "you averaged over each process's own tokens. With unequal shards the average of those "
+                    "means is not the mean over all tokens. Hint: sum over this shard's non-pad tokens and "
+                    "divide by `global_tokens`."
+                )
+            if _close(averaged * world_size, expected):
+                raise _Failure(
+                    f"the processes' average is {world_size} times too small: DDP divides the summed gradients "
+                    "by `world_size`, so multiply your loss by `world_size` to undo it."
+                )
+            raise _Failure(
+                f"with {world_size} processes their average is {averaged.item():.4f}, the big batch's mean is "
+                f"{expected.item():.4f}. Hint: cross-entropy summed over this shard's non-pad tokens "
+                "(`reduction='sum', ignore_index=0`), times `world_size`, divided by `global_tokens`."
+            )
+        return "the processes' average equals the big batch's mean over all tokens, however unequal. Well done!"
+
+    return _run("check_shard_loss", body)
+
