@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 NOMPL  := env -u MPLBACKEND
 # Two pytest workers on two cores: one thread each. With torch's default (a thread per core) in both, the
 # threads fight for the cores and training cells run up to 9x slower (measured: 259 s instead of 29 s).
-TESTENV := env -u MPLBACKEND OMP_NUM_THREADS=1
+TESTENV := $(NOMPL) OMP_NUM_THREADS=1
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
 
 .PHONY: setup lab test test-unit test-notebooks test-browser notebooks images lint bench clean
