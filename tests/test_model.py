@@ -1,6 +1,6 @@
 import pytest
 import torch
-from helpers import copy_decoder_layer_from_torch, copy_encoder_layer_from_torch, max_abs_diff
+from helpers import max_abs_diff
 from torch import nn
 
 import transformer_lib as tl
@@ -12,7 +12,7 @@ D, H, FF = 32, 4, 64
 def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
     theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     ours = tl.EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
-    copy_encoder_layer_from_torch(ours, theirs)
+    tl.copy_from_torch(ours, theirs)
     x = torch.randn(3, 6, D)
     pad = torch.zeros(3, 6, dtype=torch.bool)
     pad[1, 4:] = True
@@ -26,7 +26,7 @@ def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
 def test_decoder_layer_equals_nn_transformer_decoder_layer(norm_first):
     theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     ours = tl.DecoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
-    copy_decoder_layer_from_torch(ours, theirs)
+    tl.copy_from_torch(ours, theirs)
     x, memory = torch.randn(3, 5, D), torch.randn(3, 7, D)
     memory_pad = torch.zeros(3, 7, dtype=torch.bool)
     memory_pad[2, 3:] = True
