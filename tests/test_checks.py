@@ -241,7 +241,8 @@ class DecoderLayerCrossWithTargetMask(nn.Module):
 def test_layer_checks_name_missing_residuals_and_wrong_cross_attention_masks():
     assert "residual connection around the attention" in tl.checks.check_encoder_layer(
         EncoderLayerNoAttentionResidual).message
-    assert "cross-attention got the wrong mask" in tl.checks.check_decoder_layer(DecoderLayerCrossWithTargetMask).message
+    result = tl.checks.check_decoder_layer(DecoderLayerCrossWithTargetMask)
+    assert "cross-attention got the wrong mask" in result.message
 
 
 def tiny_config():
