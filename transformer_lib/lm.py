@@ -18,10 +18,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._arguments import check_positive_ints, check_probability
 from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
-from .masks import causal_mask
+from .masks import causal_mask, padding_mask
+from .model import POSITIONAL_KINDS
 
 __all__ = [
     "LMConfig",
@@ -57,17 +59,21 @@ class LMConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        if self.vocab_size < 2:
-            raise ValueError(f"vocab_size must be at least 2, got {self.vocab_size}")
+        check_positive_ints(
+            vocab_size=self.vocab_size,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            num_layers=self.num_layers,
+            max_len=self.max_len,
+        )
+        check_probability(dropout=self.dropout)
         if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id must satisfy 0 <= pad_id < vocab_size={self.vocab_size}, got {self.pad_id}")
-        for name in ("d_model", "num_heads", "d_ff", "num_layers", "max_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+            raise ValueError(f"pad_id={self.pad_id} is not a token id: it must satisfy 0 <= pad_id < {self.vocab_size}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
-        if self.positional not in ("learned", "sinusoidal"):
-            raise ValueError(f"positional must be 'learned' or 'sinusoidal', got {self.positional!r}")
+        if self.positional not in POSITIONAL_KINDS:
+            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={self.positional!r}")
 
     def replace(self, **changes) -> "LMConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""
@@ -121,7 +127,7 @@ class _EncoderStackLM(nn.Module):
         self.blocks = Encoder(
             c.num_layers, c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, norm_first=c.norm_first
         )
-        for name, p in self.blocks.named_parameters():
+        for p in self.blocks.parameters():  # Xavier-uniform for every projection matrix, as model.Transformer
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
 
@@ -140,7 +146,6 @@ class _EncoderStackLM(nn.Module):
     ) -> torch.Tensor:
         """``tokens (B, T)`` -> ``(B, T, d_model)``: embed, add positions, run every block (then the final norm)."""
         start = cache.length if cache is not None else 0
-        self._check_tokens(tokens, start)
         x = self.positions(self.embed(tokens), start=start)  # (B, T, d_model)
         for i, layer in enumerate(self.blocks.layers):
             x = layer(x, mask, cache=cache.layers[i] if cache is not None else None)  # (B, T, d_model)
@@ -162,7 +167,8 @@ class DecoderOnlyLM(_EncoderStackLM):
 
     def forward(self, tokens: torch.Tensor, cache: LMCache | None = None) -> torch.Tensor:
         start = cache.length if cache is not None else 0
-        mask = causal_mask(tokens.size(-1), start + tokens.size(-1), device=tokens.device) if tokens.dim() else None
+        self._check_tokens(tokens, start)
+        mask = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)  # (1, 1, T, start + T)
         return self.logits(self.hidden_states(tokens, mask, cache))  # (B, T, V)
 
     def new_cache(self) -> LMCache:
@@ -178,15 +184,27 @@ class MaskedLM(_EncoderStackLM):
 
     def __init__(self, config: LMConfig):
         super().__init__(config)
-        self.head_dense = nn.Linear(config.d_model, config.d_model)
-        self.head_norm = LayerNorm(config.d_model)
-        self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.head = MaskedLMHead(config.d_model, config.vocab_size)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        mask = (tokens != self.config.pad_id)[:, None, None, :] if tokens.dim() == 2 else None  # (B, 1, 1, T)
-        hidden = self.hidden_states(tokens, mask)  # (B, T, d_model)
-        hidden = self.head_norm(F.gelu(self.head_dense(hidden)))
-        return self.logits(hidden) + self.output_bias  # (B, T, V)
+        self._check_tokens(tokens)
+        mask = padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T)
+        hidden = self.head(self.hidden_states(tokens, mask))  # (B, T, d_model)
+        return self.logits(hidden) + self.head.output_bias  # (B, T, V)
+
+
+class MaskedLMHead(nn.Module):
+    """BERT's prediction head before the tied output projection: ``LayerNorm(GELU(x W + b))``, plus the bias
+    that the output projection adds to each vocabulary entry (the projection's matrix is the embedding's)."""
+
+    def __init__(self, d_model: int, vocab_size: int):
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+        self.norm = LayerNorm(d_model)
+        self.output_bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.norm(F.gelu(self.dense(hidden)))  # (B, T, d_model)
 
 
 def mask_tokens(
