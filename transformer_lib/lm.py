@@ -12,6 +12,7 @@ Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, l
 """
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -24,6 +25,7 @@ from .encoder import Encoder
 from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
 from .model import POSITIONAL_KINDS
+from .train import Trainer
 
 __all__ = [
     "LMConfig",
@@ -33,6 +35,8 @@ __all__ = [
     "mask_tokens",
     "language_model_loss",
     "generate",
+    "perplexity",
+    "LanguageModelTrainer",
     "IGNORE_INDEX",
 ]
 
@@ -253,6 +257,45 @@ def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Te
     if logits.shape[:-1] != targets.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must agree on (B, T)")
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+
+class LanguageModelTrainer(Trainer):
+    """A :class:`~transformer_lib.Trainer` for language models: the same steps, schedule, checkpoints and history,
+    on batches ``(inputs (B, T), targets (B, T))`` such as :meth:`PythonSourceCorpus.batch` returns (or
+    :func:`mask_tokens` makes). The loss is :func:`language_model_loss`; token accuracy counts the positions
+    whose target is not :data:`IGNORE_INDEX`.
+    """
+
+    def __init__(self, model: nn.Module, optimizer, scheduler=None, clip_grad_norm: float | None = 1.0, device="cpu"):
+        super().__init__(model, optimizer, scheduler, language_model_loss, clip_grad_norm, device)
+
+    def _check_batch(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
+        if not (isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(t, torch.Tensor) for t in batch)):
+            raise TypeError(f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}")
+        inputs, targets = batch
+        if inputs.shape != targets.shape or inputs.dim() != 2:
+            raise ValueError(f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}")
+        if not (targets != IGNORE_INDEX).any():
+            raise ValueError("every target of this batch is IGNORE_INDEX: there is nothing to learn from it")
+
+    def _forward(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        inputs, targets = (t.to(self.device) for t in batch)
+        return self.model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, batches) -> float:
+    """``exp`` of the mean per-token loss over ``batches`` of ``(inputs, targets)``, every counted token weighted
+    equally: the number of equally likely characters the model is, on average, choosing between."""
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, targets in batches:
+        n = int((targets != IGNORE_INDEX).sum())
+        total += language_model_loss(model(inputs), targets).item() * n
+        count += n
+    if count == 0:
+        raise ValueError("perplexity needs at least one counted target token")
+    return math.exp(total / count)
 
 
 @torch.no_grad()
