@@ -8,7 +8,7 @@ Forward hooks do the recording, so it works on any ``nn.Module`` and needs no ch
 """
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -70,9 +70,21 @@ class ShapeTrace:
 _HEADERS = ("module", "type", "inputs", "output")
 
 
+def trace_shapes(model: nn.Module) -> AbstractContextManager[ShapeTrace]:
+    """Record every module call inside the ``with`` block; hooks are removed on exit, even after an error.
+
+    ``model`` must be an ``nn.Module`` (a TypeError says so at the call, before the block runs)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"trace_shapes needs an nn.Module (it hooks every submodule), got {type(model).__name__}; "
+            "to trace a function, wrap it in a module or trace the module it calls"
+        )
+    return _hooked(model)
+
+
 @contextmanager
-def trace_shapes(model: nn.Module) -> Iterator[ShapeTrace]:
-    """Record every module call inside the block; hooks are removed on exit, even after an error."""
+def _hooked(model: nn.Module) -> Iterator[ShapeTrace]:
+    """The context manager behind :func:`trace_shapes`."""
     trace = ShapeTrace()
     calls_in_progress: list[ShapeRecord] = []  # the call stack: a hook pair per module pushes and pops
     handles = []
