@@ -47,21 +47,18 @@ class ShapeTrace:
 
     records: list[ShapeRecord] = field(default_factory=list)
 
-    def table(self, max_depth: int | None = None, tensors_only: bool = True) -> str:
-        """A fixed-width table; ``max_depth`` hides modules nested deeper (0 = the model itself)."""
+    def table(self, max_depth: int | None = None) -> str:
+        """A fixed-width table of the tensor arguments; ``max_depth`` hides modules nested deeper (0 = the model)."""
         rows = [r for r in self.records if max_depth is None or r.depth <= max_depth]
         lines = []
         for r in rows:
-            inputs = [i for i in r.inputs if not tensors_only or i.startswith("(")]
+            inputs = [i for i in r.inputs if i.startswith("(")]  # tensors (and tuples of them) only
             lines.append(("  " * r.depth + (r.name or "(model)"), r.module_type, ", ".join(inputs), r.output))
         widths = [max([len(h)] + [len(line[i]) for line in lines]) for i, h in enumerate(_HEADERS)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         return "\n".join(
             [fmt.format(*_HEADERS), fmt.format(*("-" * w for w in widths))] + [fmt.format(*x) for x in lines]
         )
-
-    def __len__(self) -> int:
-        return len(self.records)
 
     def __repr__(self) -> str:
         return self.table()
