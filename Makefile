@@ -19,7 +19,7 @@ TORCH_INDEX ?=
 TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
 
-.PHONY: setup lab test test-unit test-notebooks test-browser notebooks images lint bench clean
+.PHONY: setup lab test test-unit test-notebooks test-browser site notebooks images lint bench clean
 
 setup: $(STAMP)
 
@@ -51,13 +51,18 @@ test-notebooks: setup
 
 CHROMIUM := /usr/bin/chromium
 
-test-browser: setup  ## JupyterLab in headless Debian chromium: run notebook 02, move a head slider (skips without chromium)
+# Every notebook run in JupyterLab in headless Debian chromium, every widget control moved, and the static site
+# checked page by page; two workers (06 and 07 share one, as 07 loads the model 06 saves). Skips without chromium.
+test-browser: setup site
 	test -x $(CHROMIUM) || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium) \
 		|| echo "could not install chromium: the browser test will skip"
 	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt \
 		|| echo "could not install Playwright: the browser test will skip"
-	$(NOMPL) $(PY) -m pytest -v -rs --run-browser tests/browser
+	$(TESTENV) $(PY) -m pytest -v -rs -n 2 --dist loadgroup --run-browser tests/browser
+
+site: setup  ## the executed notebooks as a static website in build/site/ (index.html, no kernel needed)
+	$(PY) tools/make_site.py build/site
 
 notebooks: setup  ## execute every notebook in place on the CPU, then drop widget state and timestamps
 	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
@@ -68,7 +73,7 @@ images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
 lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks images
+	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools
 
 bench: setup
 	$(PY) -m transformer_lib.bench
