@@ -62,7 +62,8 @@ def drawn_texts(fig) -> list[str]:
 
 
 def test_token_labels_never_start_mathtext():
-    fig = viz.plot_attention(torch.eye(3), ["^", "$", "a"], ["x$", "$y", "$"], title=viz.plain("wrote '$' so far '29$'"))
+    title = viz.plain("wrote '$' so far '29$'")
+    fig = viz.plot_attention(torch.eye(3), ["^", "$", "a"], ["x$", "$y", "$"], title=title)
     fig.canvas.draw()  # mathtext would parse "$', so far '29$" as math and render it in italics
     rendered = drawn_texts(fig)
     assert r"\$" in rendered and "wrote '\\$' so far '29\\$'" in rendered

@@ -80,7 +80,8 @@ def build(out: Path) -> list[Path]:
         body, _ = exporter.from_notebook_node(notebook)
         body = re.sub(r'href="([\w.-]+)\.ipynb"', r'href="\1.html"', body)
         body = body.replace("<body", f"<style>{STYLE}</style><body", 1)
-        body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav(sources, i), body, count=1)
+        links = nav(sources, i)
+        body = re.sub(r"(<body[^>]*>)", lambda m, links=links: m.group(1) + links, body, count=1)
         page = out / "notebooks" / f"{source.stem}.html"
         page.write_text(body)
         written.append(page)

@@ -118,7 +118,8 @@ class FigureWidget:
 
     def _say(self, error: str | None) -> None:
         self.error = error
-        self.message.value = "" if error is None else f"<b style='color:#b00020'>Cannot draw this: {html.escape(error)}</b>"
+        shown = "" if error is None else f"<b style='color:#b00020'>Cannot draw this: {html.escape(error)}</b>"
+        self.message.value = shown
 
     def _image(self) -> Image:
         return Image(data=self.png, format="png", retina=True)
@@ -369,7 +370,8 @@ def _check_source(vocab: Vocab, text: str, max_len: int) -> None:
     unknown = sorted({ch for ch in text if ch not in vocab.stoi})
     if unknown:
         known = "".join(ch for ch in vocab.itos if len(ch) == 1)
-        raise ValueError(f"the model knows no {', '.join(map(repr, unknown))}; it reads only these characters: {known!r}")
+        raise ValueError(f"the model knows no {', '.join(map(repr, unknown))}; it reads only these characters: "
+                         f"{known!r}")
     if len(text) > max_len:
         raise ValueError(f"the source has {len(text)} characters; this model reads at most {max_len}")
 
@@ -395,7 +397,9 @@ class AttentionExplorer(FigureWidget):
         super().__init__(
             {
                 "text": w.Text(value=text, description="source (Enter redraws)", continuous_update=False),
-                "kind": w.Dropdown(options=[(v, k) for k, v in self.KINDS.items()], value=kind, description="attention"),
+                "kind": w.Dropdown(
+                    options=[(words, k) for k, words in self.KINDS.items()], value=kind, description="attention"
+                ),
                 "layer": w.IntSlider(value=0, min=0, max=config.num_layers - 1, description="layer"),
                 "head": w.IntSlider(value=0, min=0, max=config.num_heads - 1, description="head"),
                 "query": w.IntSlider(value=0, min=0, max=self._query_count(kind) - 1, description="query"),
