@@ -75,8 +75,8 @@ def test_token_labels_never_start_mathtext():
 
 def test_heat_maps_have_a_colour_bar_and_a_shared_or_own_scale():
     weights = torch.full((4, 4), 0.25)  # a perfectly flat map
-    shared = viz.plot_attention(weights, vmax=1.0)
-    own = viz.plot_attention(weights)
+    shared = viz.plot_attention(weights, vmax=1.0, colorbar=True)
+    own = viz.plot_attention(weights, colorbar=True)
     assert len(shared.axes) == 2 and len(own.axes) == 2  # the map and its colour bar
     assert shared.axes[0].images[0].get_clim() == (0, 1.0)  # flat looks flat on the shared scale
     assert own.axes[0].images[0].get_clim() == (0, 0.25)

@@ -105,17 +105,18 @@ def plot_attention(
     annotate: bool | None = None,
     ax=None,
     vmax: float | None = None,
-    colorbar: bool = True,
+    colorbar: bool = False,
 ) -> Figure:
     """Heatmap of one head's ``(T_q, T_k)`` weights: row ``i`` is where query ``i`` looks. Small maps show
     their numbers; ``highlight_query`` outlines one row.
 
     The colour scale runs from 0 to ``vmax``: this map's own largest weight by default, or a value shared by
-    several maps (``vmax=1.0`` shows every map on the scale of probabilities, so a flat map looks flat).
+    several maps (``vmax=1.0`` shows every map on the scale of probabilities, so a flat map looks flat);
+    ``colorbar=True`` draws the scale beside the map (every widget does).
     """
     w = _matrix(weights, "weights")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(1.8 + 0.42 * w.shape[1], 1.0 + 0.38 * w.shape[0]))
+        fig, ax = plt.subplots(figsize=(1.2 + 0.6 * colorbar + 0.42 * w.shape[1], 1.0 + 0.38 * w.shape[0]))
     fig = ax.figure
     top = max(1e-9, float(w.max()) if vmax is None else vmax)
     image = ax.imshow(w, cmap="Blues", vmin=0, vmax=top, aspect="auto")
@@ -202,7 +203,9 @@ def plot_mask_and_weights(
     t = _matrix(mask, "mask").shape[1]
     fig, (left, right) = plt.subplots(1, 2, figsize=(3.6 + 0.85 * t, 1.0 + 0.4 * t))
     plot_mask(mask, labels, labels, ax=left)
-    plot_attention(weights, labels, labels, title="weights after softmax", annotate=False, vmax=1.0, ax=right)
+    plot_attention(
+        weights, labels, labels, title="weights after softmax", annotate=False, vmax=1.0, colorbar=True, ax=right
+    )
     if title:
         fig.suptitle(title)
     fig.tight_layout()

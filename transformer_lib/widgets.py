@@ -190,6 +190,7 @@ class HeadExplorer(FigureWidget):
             self.key_labels,
             f"{viz.plain(self.title)}, head {head}",
             vmax=SCALES[scale],
+            colorbar=True,
         )
 
 
@@ -227,6 +228,7 @@ class LayerHeadExplorer(FigureWidget):
             f"{layer}, head {head}",
             annotate=False,
             vmax=SCALES[scale],
+            colorbar=True,
         )
 
 
@@ -456,6 +458,7 @@ class AttentionExplorer(FigureWidget):
             highlight_query=query,
             annotate=False,
             vmax=SCALES[c["scale"]],
+            colorbar=True,
             title=viz.plain(f"{self.KINDS[c['kind']]}, layer {c['layer']}, head {c['head']}  ->  {self.translation}"),
         )
 
@@ -497,5 +500,6 @@ class DecodingExplorer(FigureWidget):
             highlight_query=step - 1,
             annotate=False,
             vmax=SCALES[scale],
+            colorbar=True,
             title=viz.plain(f"step {step}: wrote '{self.tokens[step - 1]}', so far '{written}'"),
         )
