@@ -38,7 +38,8 @@ LAB_ROOT_FLAG  := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 lab: setup  ## open JupyterLab on the repository (token auth, this machine only); Ctrl-C twice stops it
 	@echo "JupyterLab serves $(CURDIR) and opens $(FIRST_NOTEBOOK)."
 	@echo "Stop it with Ctrl-C in this terminal (press it twice, or once and answer y)."
-	$(NOMPL) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(FIRST_NOTEBOOK)
+	$(NOMPL) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(FIRST_NOTEBOOK) \
+		$(LAB_ROOT_FLAG)
 
 test: setup  ## unit tests and nbval over every notebook, two workers, one notebook per worker
 	$(TESTENV) $(PY) -m pytest -n 2 --dist loadfile $(NBVAL) tests notebooks
