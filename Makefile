@@ -19,7 +19,7 @@ TORCH_INDEX ?=
 TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
 
-.PHONY: setup lab test test-unit test-notebooks test-browser site notebooks images lint bench clean
+.PHONY: setup lab test test-unit test-notebooks test-browser site notebooks solutions images lint bench clean
 
 setup: $(STAMP)
 
@@ -69,6 +69,9 @@ notebooks: setup  ## execute every notebook in place on the CPU, then drop widge
 	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 	$(VENV)/bin/nbstripout --keep-output --keep-count notebooks/*.ipynb
+
+solutions: setup  ## the teacher's edition: build/solutions/NN_name.ipynb, stubs replaced by solutions/, executed
+	CUDA_VISIBLE_DEVICES= $(TESTENV) $(PY) -m solutions.build_notebooks $(NOTEBOOKS)
 
 images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
