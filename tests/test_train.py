@@ -87,7 +87,7 @@ def test_progress_sums_up_the_run_and_quiet_prints_nothing(capsys):
 
 def test_resumed_checkpoint_continues_with_the_same_loss(tmp_path):
     task = tl.CopyTask()
-    get_batch = lambda s: task.train_batch(s, 16)  # noqa: E731
+    get_batch = lambda s: task.train_batch(s, 16)
     straight = tiny_trainer(task)
     straight.fit(get_batch, 8, progress=False)
 
