@@ -113,3 +113,39 @@ def test_gradients_reach_every_parameter(model):
     logits.logsumexp(-1).mean().backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_learned_positions_add_one_vector_per_position_and_count_as_parameters():
+    config = tl.TransformerConfig.cpu_tiny(vocab_size=20).replace(max_len=32)
+    sinusoidal, learned = tl.Transformer(config), tl.Transformer(config.replace(positional="learned"))
+    assert tl.count_parameters(sinusoidal)["positions"] == 0  # a buffer, not a parameter
+    assert tl.count_parameters(learned)["positions"] == 32 * 64  # nn.Embedding(max_len, d_model)
+    assert tl.count_parameters(learned)["total"] == tl.count_parameters(sinusoidal)["total"] + 32 * 64
+    positions = learned.positions.eval()
+    out = positions(torch.zeros(3, 5, 64))  # (B, T, d_model): just the position vectors
+    torch.testing.assert_close(out, positions.embedding.weight[:5].expand(3, 5, 64))
+    torch.testing.assert_close(
+        positions(torch.zeros(3, 2, 64), start=4), positions.embedding.weight[4:6].expand(3, 2, 64)
+    )
+
+
+def test_learned_positions_train_and_decode_with_a_cache():
+    config = tl.TransformerConfig.cpu_tiny(vocab_size=20).replace(max_len=16, positional="learned")
+    model = tl.Transformer(config)
+    src, tgt = torch.randint(1, 20, (2, 6)), torch.randint(1, 20, (2, 5))
+    model(src, tgt).sum().backward()
+    assert model.positions.embedding.weight.grad[:5].abs().sum() > 0  # the positions used get gradient
+    assert model.positions.embedding.weight.grad[6:].abs().sum() == 0  # the others do not
+    model.eval()
+    memory, src_mask = model.encode(src), model.source_mask(src)
+    full = model.decode(tgt, memory, src_mask)  # (B, T_tgt, d_model)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(tgt.size(1))]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="exceed max_len=16 of LearnedPositionalEncoding"):
+        model(src, torch.randint(1, 20, (2, 17)))
+
+
+def test_config_refuses_an_unknown_positional_kind():
+    with pytest.raises(ValueError, match="positional='rotary'"):
+        tl.TransformerConfig(10, 10, positional="rotary")
