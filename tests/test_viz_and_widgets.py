@@ -4,12 +4,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-import transformer_lib as tl  # noqa: E402
-from transformer_lib import viz, widgets  # noqa: E402
+import transformer_lib as tl
+from transformer_lib import viz, widgets
 
 
 def test_every_plot_returns_a_figure():
