@@ -323,6 +323,15 @@ CASES = {
         "the cache holds 3 layers but the decoder has 1",
         lambda: (m := tiny_model()).decode(ids[:, :1], m.encode(ids), None, cache=DecoderCache.empty(3)),
     ),
+    "residual sublayer returns another shape": (
+        ValueError,
+        r"shape of its input \(2, 5, 16\), got \(2, 5, 1\)",
+        lambda: tl.ResidualSublayer(D)(x_bt, lambda y: y[..., :1]),
+    ),
+    # runtime
+    "seed True": (ValueError, "got True", lambda: tl.seed_everything(True)),
+    "device that is not a name": (ValueError, "'gpu' is not a device name", lambda: tl.pick_device("gpu")),
+    "device given as a number": (TypeError, "got int", lambda: tl.pick_device(3)),
     # tracing and counting
     "trace_shapes of a function": (
         TypeError,
@@ -454,6 +463,10 @@ def test_a_non_zero_pad_id_masks_that_id():
     assert model.source_mask(src)[0, 0, 0].tolist() == [True, True, True, False, False]
     torch.testing.assert_close(model(src, tgt), model(other, tgt))
     assert torch.isfinite(model(src, tgt)).all()
+
+
+def test_pick_device_takes_a_torch_device():
+    assert tl.pick_device(torch.device("cpu")) == torch.device("cpu")
 
 
 def test_trace_shapes_still_traces_a_module():
