@@ -77,7 +77,7 @@ images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
 lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools
+	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools solutions
 
 bench: setup
 	$(PY) -m transformer_lib.bench
