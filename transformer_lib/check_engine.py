@@ -9,7 +9,7 @@ discrepancy and the mistake that explains it. It never raises: whatever the stud
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import torch
@@ -162,12 +162,22 @@ def _prepare(entry: Entry, student, case: Case):
     return module, reference, reference
 
 
+def _fresh(value):
+    """A copy of every tensor in ``value`` (tuples and lists searched), still connected to the originals' graph."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, tuple | list):
+        return type(value)(_fresh(item) for item in value)
+    return value
+
+
 def _examine(entry: Entry, student) -> str:
     pick = entry.pick or _output_and_weights
     run = entry.run or (lambda code, case: code(*case.args))
     for case in entry.cases():
         subject, reference, bound = _prepare(entry, student, case)
-        got, expected = pick(run(partial(_call, entry.what, subject), case), case), pick(run(reference, case), case)
+        private = replace(case, args=_fresh(case.args))  # the student's code may change its inputs in place
+        got, expected = pick(run(partial(_call, entry.what, subject), private), case), pick(run(reference, case), case)
         problem = _differs(got, expected, entry.atol, entry.rtol)
         if problem:
             for mistake in entry.mistakes:
