@@ -174,3 +174,44 @@ def test_corpus_too_small_is_a_clear_error(tmp_path):
     (tmp_path / "one.py").write_text("x = 1\n")
     with pytest.raises(ValueError, match="too little Python source"):
         tl.PythonSourceCorpus(root=tmp_path)
+
+
+# --- training ----------------------------------------------------------------------------------------------
+
+
+def test_language_model_trainer_learns_and_resumes(corpus, tmp_path):
+    def run(steps, resume_from=None):
+        tl.seed_everything(0)
+        model = tl.DecoderOnlyLM(tiny_config(vocab_size=len(corpus.vocab), max_len=32))
+        optimizer, scheduler = tl.adam_with_warmup(model, 1e-2, 5, 40)
+        trainer = tl.lm.LanguageModelTrainer(model, optimizer, scheduler)
+        if resume_from is not None:
+            trainer.load_checkpoint(resume_from)
+        trainer.fit(lambda step: corpus.batch("train", step, 4, 32), steps, progress=False)
+        return trainer
+
+    straight = run(40)
+    assert straight.history.loss[-1] < 0.8 * straight.history.loss[0]
+    half = run(20)
+    half.save_checkpoint(tmp_path / "lm.pt")
+    resumed = run(40, resume_from=tmp_path / "lm.pt")
+    assert resumed.history.loss == pytest.approx(straight.history.loss)
+
+
+def test_language_model_trainer_refuses_a_batch_with_nothing_to_learn():
+    model = tl.DecoderOnlyLM(tiny_config())
+    trainer = tl.lm.LanguageModelTrainer(model, torch.optim.Adam(model.parameters()))
+    tokens = torch.ones(2, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match="IGNORE_INDEX"):
+        trainer.train_step((tokens, torch.full((2, 5), IGNORE_INDEX)))
+    with pytest.raises(TypeError, match="tuple"):
+        trainer.train_step(tokens)
+
+
+def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
+    class Uniform(torch.nn.Module):
+        def forward(self, tokens):
+            return torch.zeros(*tokens.shape, 23)
+
+    batches = [(torch.ones(2, 4, dtype=torch.long), torch.randint(0, 23, (2, 4)))]
+    assert tl.lm.perplexity(Uniform(), batches) == pytest.approx(23.0)
