@@ -21,11 +21,12 @@ def my_causal_mask(size):
 
 ANSWERS = {
     "3": (
-        "With Q = K = V = X a token's score with itself is |x_i|^2, and its score with token j is x_i . x_j = "
-        "|x_i| |x_j| cos(angle): token i attends most to itself only when no other token has a larger projection "
-        "onto x_i, i.e. |x_j| cos(angle) < |x_i|. A longer vector pointing roughly the same way wins: that is why "
-        "rows of the worked example can tie with, or prefer, another token. Learned projections W_Q and W_K make "
-        "the score q_i . k_j = x_i W_Q W_K^T x_j^T, which need not be largest at j = i (W_Q W_K^T is not "
-        "positive definite in general): a head can learn to attend to the previous token, say."
+        "With Q = K = V = X the score of query i for key j is the dot product x_i . x_j = |x_i| |x_j| cos(angle). "
+        "Its own key scores |x_i|^2; another key scores more when |x_j| cos(angle) > |x_i|, i.e. when x_j is longer "
+        "and points roughly the same way. In step 3, x0 . x0 equals x0 . x2, so the two keys tie (0.4223 each): a dot "
+        "product is not a cosine, and length counts. With learned projections the score is x_i W^Q (x_j W^K)^T = "
+        "x_i W^Q W^K^T x_j^T; with W^Q != W^K the matrix W^Q W^K^T need not be symmetric or positive definite, so "
+        "nothing favours a token's own key: a head can learn to attend to the previous token, say, or to a "
+        "particular kind of token, and the scores of i for j and of j for i can differ."
     ),
 }
