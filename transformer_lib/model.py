@@ -1,12 +1,13 @@
 """The full encoder-decoder Transformer, its configuration and presets, and parameter counts."""
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ._arguments import check_positive_ints, check_probability
+from ._arguments import check_positive_ints, check_probability, is_int
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
 from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
@@ -57,7 +58,17 @@ class TransformerConfig:
         check_probability(
             dropout=self.dropout, attention_dropout=self.attention_dropout, label_smoothing=self.label_smoothing
         )
-        if not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool):
+        for field in dataclasses.fields(self):  # NumPy scalars (from a grid, a CSV) become Python numbers
+            value = getattr(self, field.name)
+            if is_int(value) and not isinstance(value, int):
+                object.__setattr__(self, field.name, int(value))
+            elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
+                object.__setattr__(self, field.name, float(value))
+        for name in ("norm_first", "share_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                value = getattr(self, name)
+                raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+        if not is_int(self.pad_id):
             raise TypeError(f"pad_id must be an int, got {self.pad_id!r} of type {type(self.pad_id).__name__}")
         smallest_vocab = min(self.src_vocab_size, self.tgt_vocab_size)
         if not 0 <= self.pad_id < smallest_vocab:
