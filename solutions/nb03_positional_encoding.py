@@ -29,13 +29,14 @@ class MyPositionalEncoding(nn.Module):
 
 ANSWERS = {
     "3": (
-        "A learned nn.Embedding(max_len, d_model) has one row per position; a row that no training sequence reached "
-        "keeps its random initial values (and a position >= max_len has no row at all), so the model gets noise "
-        "it never learned to read. The sinusoidal formula gives every position a well-defined vector of the same "
-        "kind as the trained ones: PE[pos + k] is PE[pos] rotated by the angle k * w_i in each frequency pair "
-        "(section 3), a fixed linear map that depends only on k. For that to help, the model must have learned to "
-        "use relative offsets through such rotations (its W^Q W^K^T reading the rotation between two positions) "
-        "rather than memorising absolute positions; then what it learned about 'k tokens back' still holds at "
-        "unseen positions. The paper states this as a hypothesis and does not test it."
+        "A learned table has one trained row per position up to the longest training sequence; a later position "
+        "has no row at all (or an untrained one). The sinusoids are defined for every position, and PE[pos + k] is "
+        "PE[pos] rotated by a fixed angle per frequency pair (section 3), the same map at every pos. A model that "
+        "has learned to use relative offsets through that rotation could apply it beyond the training lengths; "
+        "one that relies on the absolute pattern of positions it has seen gains nothing. The paper states this "
+        "as its hypothesis (section 3.5: it 'may allow the model to extrapolate to sequence lengths longer than "
+        "the ones encountered during training') and does not test it; later work found that extrapolation with "
+        "sinusoids is limited in practice (Press, Smith & Lewis 2022, 'Train Short, Test Long: Attention with "
+        "Linear Biases Enables Input Length Extrapolation')."
     ),
 }
