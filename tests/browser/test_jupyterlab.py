@@ -28,8 +28,8 @@ from .conftest import OUT, ROOT
 pytestmark = pytest.mark.browser
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# 07 loads the model that 06 trains and saves (or trains it again, which costs minutes): run them in one worker, in
-# this order. The others are spread over the workers.
+# 07 loads the model that 06 trains and saves (or trains it again, which costs minutes): one test runs them one after
+# the other on the same server. Every other notebook is a test of its own, spread over the workers.
 TRAINED_MODEL = ("06_", "07_")
 RUN_ALL_TIMEOUT_MS = 900_000
 REDRAW_TIMEOUT_MS = 30_000
@@ -76,12 +76,10 @@ def notebook_id(name: str) -> str:
     return name.removesuffix(".ipynb")
 
 
-def params() -> list:
-    return [
-        pytest.param(name, marks=[pytest.mark.xdist_group("trained-model")] if name.startswith(TRAINED_MODEL) else [],
-                     id=notebook_id(name))
-        for name in NOTEBOOKS
-    ]
+def groups() -> list:
+    together = tuple(name for name in NOTEBOOKS if name.startswith(TRAINED_MODEL))
+    alone = [(name,) for name in NOTEBOOKS if name not in together]
+    return [pytest.param(group, id="+".join(map(notebook_id, group))) for group in [together, *alone] if group]
 
 
 @pytest.fixture
@@ -136,8 +134,13 @@ def kind_of(classes: str) -> str:
     raise AssertionError(classes)
 
 
-@pytest.mark.parametrize("notebook", params())
-def test_notebook_runs_and_every_control_redraws(lab, page, notebook):
+@pytest.mark.parametrize("group", groups())
+def test_notebook_runs_and_every_control_redraws(lab, page, group):
+    for notebook in group:
+        check_notebook(lab, page, notebook)
+
+
+def check_notebook(lab, page, notebook: str) -> None:
     base, token, log_path = lab
     page.goto(f"{base}/lab/tree/notebooks/{notebook}?reset&token={token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=90_000)
