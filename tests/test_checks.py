@@ -443,3 +443,24 @@ def test_layer_checks_name_each_diagnosed_mistake(decoder, bug, words):
     assert check(buggy_layer(decoder, "none"))
     result = check(buggy_layer(decoder, bug))
     assert not result and words in result.message, result.message
+
+
+class ExtraParameterMHA(BiasFreeMHA):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.temperature = nn.Parameter(torch.ones(1))
+
+
+def test_multi_head_attention_names_extra_parameters():
+    result = tl.checks.check_multi_head_attention(ExtraParameterMHA)
+    assert not result and "['temperature']" in result.message
+
+
+def test_a_nan_result_is_called_nan():
+    def nan_attention(q, k, v, mask=None):
+        return tl.scaled_dot_product_attention(q, k, v, mask)[0] * float("nan")
+
+    result = tl.checks.check_attention(nan_attention)
+    assert not result and "NaN" in result.message
+    nan_lr = tl.checks.check_noam_lr(lambda step, d_model, warmup: float("nan"))
+    assert not nan_lr and "NaN" in nan_lr.message
