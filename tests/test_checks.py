@@ -491,3 +491,13 @@ class FrozenOutputMHA(BiasFreeMHA):
 def test_multi_head_attention_check_names_a_frozen_parameter():
     result = tl.checks.check_multi_head_attention(FrozenOutputMHA)
     assert not result and "w_o.weight'] have requires_grad=False" in result.message, result.message
+
+
+def test_the_cross_attention_check_leaves_the_learners_random_state_alone():
+    import solutions
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    assert tl.checks.check_cross_attention(solutions.solution("05", "my_cross_attention"))
+    assert torch.equal(torch.rand(3), expected)
