@@ -388,3 +388,79 @@ class OppositePolarityMHA(BiasFreeMHA):
 def test_multi_head_attention_check_names_the_opposite_polarity():
     result = tl.checks.check_multi_head_attention(OppositePolarityMHA)
     assert not result and "opposite polarity" in result.message
+
+
+def buggy_layer(decoder: bool, bug: str) -> type:
+    """A learner's encoder or decoder layer (nn.LayerNorm, tl.MultiHeadAttention) with one named bug."""
+
+    class Layer(nn.Module):
+        def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+            super().__init__()
+            self.norm_first = norm_first != (bug == "swapped")
+            self.self_attn = tl.MultiHeadAttention(d_model, num_heads)
+            self.cross_attn = tl.MultiHeadAttention(d_model, num_heads) if decoder else None
+            self.feed_forward = tl.PositionwiseFeedForward(d_model, d_ff)
+            self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+            self.norm3 = nn.LayerNorm(d_model) if decoder else None
+
+        def forward(self, x, *arguments):  # encoder: (mask); decoder: (memory, tgt_mask, memory_mask)
+            padded = (*arguments, None, None) if decoder else (None, *arguments, None, None)
+            memory, tgt_mask, memory_mask = padded[:3]
+            self_mask = None if bug == "self mask" else tgt_mask
+            cross_mask = {"cross mask": None, "cross gets the target mask": tgt_mask}.get(bug, memory_mask)
+            sublayers = [("self residual", self.norm1, lambda y: self.self_attn(y, y, y, self_mask)[0])]
+            if decoder:
+                cross = self.cross_attn
+                sublayers.append(("cross residual", self.norm2, lambda y: cross(y, memory, memory, cross_mask)[0]))
+            sublayers.append(("ffn residual", self.norm3 if decoder else self.norm2, self.feed_forward))
+            for name, norm, sublayer in sublayers:
+                y = sublayer(norm(x) if self.norm_first else x)
+                y = y if bug == name else x + y
+                x = y if self.norm_first else norm(y)
+            return x
+
+    return Layer
+
+
+@pytest.mark.parametrize(
+    ("decoder", "bug", "words"),
+    [
+        (False, "swapped", "post-LN and pre-LN are swapped"),
+        (False, "self residual", "residual connection around the attention"),
+        (False, "ffn residual", "residual connection around the feed-forward"),
+        (False, "self mask", "ignored its mask"),
+        (True, "swapped", "post-LN and pre-LN are swapped"),
+        (True, "self residual", "residual connection around the attention"),
+        (True, "cross residual", "residual connection around the cross-attention"),
+        (True, "ffn residual", "residual connection around the feed-forward"),
+        (True, "self mask", "ignored the target mask"),
+        (True, "cross mask", "ignored memory_mask"),
+        (True, "cross gets the target mask", "cross-attention got the wrong mask"),
+    ],
+)
+def test_layer_checks_name_each_diagnosed_mistake(decoder, bug, words):
+    check = tl.checks.check_decoder_layer if decoder else tl.checks.check_encoder_layer
+    assert check(buggy_layer(decoder, "none"))
+    result = check(buggy_layer(decoder, bug))
+    assert not result and words in result.message, result.message
+
+
+class ExtraParameterMHA(BiasFreeMHA):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.temperature = nn.Parameter(torch.ones(1))
+
+
+def test_multi_head_attention_names_extra_parameters():
+    result = tl.checks.check_multi_head_attention(ExtraParameterMHA)
+    assert not result and "['temperature']" in result.message
+
+
+def test_a_nan_result_is_called_nan():
+    def nan_attention(q, k, v, mask=None):
+        return tl.scaled_dot_product_attention(q, k, v, mask)[0] * float("nan")
+
+    result = tl.checks.check_attention(nan_attention)
+    assert not result and "NaN" in result.message
+    nan_lr = tl.checks.check_noam_lr(lambda step, d_model, warmup: float("nan"))
+    assert not nan_lr and "NaN" in nan_lr.message

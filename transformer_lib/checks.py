@@ -236,7 +236,8 @@ def _mha_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHea
                            "not nn.Linear attributes: layers kept in local variables, plain lists or tuples are "
                            "invisible to `.parameters()`, so the optimizer never trains them. Hint: assign each "
                            "layer to `self.` (or use nn.ModuleList).")
-        extra = [n for n, _ in student.named_parameters() if n.split(".")[0] not in linears]
+        known = {id(p) for layer in linears.values() if isinstance(layer, nn.Linear) for p in layer.parameters()}
+        extra = [n for n, p in student.named_parameters() if id(p) not in known]
         raise Failure(f"the module registers {found} parameters, the library {expected}; the extra ones are "
                        f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o.")
     reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
@@ -608,9 +609,8 @@ def check_positional_encoding(encoding) -> CheckResult:
 
 
 def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckResult:
-    """``make_mask(T) -> bool (T, T)`` (or ``(1, 1, T, T)``), True where query i may attend to key j <= i. With
-    ``with_cache=True``: ``make_mask(T_q, T_k)`` for the last ``T_q`` queries of ``T_k`` positions (decoding with a KV
-    cache), so query i sits at position ``i + T_k - T_q``."""
+    """``make_mask(T) -> bool (T, T)`` or ``(1, 1, T, T)``, True where query i may see key j <= i; with_cache=True:
+    ``make_mask(T_q, T_k)`` for the last ``T_q`` of ``T_k`` positions (KV cache): query i sits at ``i + T_k - T_q``."""
     return _judge("check_causal_mask_cached" if with_cache else "check_causal_mask", make_mask)
 
 
