@@ -13,7 +13,7 @@ NOMPL  := env -u MPLBACKEND
 TESTENV := $(NOMPL) OMP_NUM_THREADS=1
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
 
-.PHONY: setup lab test test-unit test-notebooks test-browser notebooks images lint bench clean
+.PHONY: setup lab test test-unit test-notebooks test-browser notebooks solutions images lint bench clean
 
 setup: $(STAMP)
 
@@ -49,6 +49,9 @@ notebooks: setup  ## execute every notebook in place on the CPU, then drop widge
 	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 	$(VENV)/bin/nbstripout --keep-output --keep-count notebooks/*.ipynb
+
+solutions: setup  ## the teacher's edition: build/solutions/NN_name.ipynb, stubs replaced by solutions/, executed
+	CUDA_VISIBLE_DEVICES= $(TESTENV) $(PY) -m solutions.build_notebooks $(NOTEBOOKS)
 
 images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images

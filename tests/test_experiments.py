@@ -70,7 +70,7 @@ def test_interrupted_grid_resumes_with_the_missing_run_only(tmp_path, monkeypatc
 
 
 def test_same_seed_gives_the_same_result():
-    task = StringProgramTask(num_test=50, num_gen=50)
+    task = StringProgramTask(num_test=1, num_valid=50, num_gen=50)
     first = ex.run_one(MICRO, MICRO.rows[0], 0, task)
     second = ex.run_one(MICRO, MICRO.rows[0], 0, task)
     assert first["dev_loss"] == second["dev_loss"]
@@ -161,16 +161,19 @@ def test_string_program_task_holds_out_its_splits_by_construction():
     for step in range(30):
         for src, tgt in task.train_pairs(step, 32):
             program, text = src.split(":")
-            assert not task.is_reserved(text) and program not in task.gen_programs
+            assert task.split_of(text) == "train" and program not in task.gen_programs
             assert task.run(program, text) == tgt
-    for src, _ in task.test_pairs:
-        program, text = src.split(":")
-        assert task.is_reserved(text) and program in task.train_programs
-    for src, _ in task.generalisation_pairs:
-        program, text = src.split(":")
-        assert task.is_reserved(text) and program in task.gen_programs
+    for split, pairs, programs in [
+        ("valid", task.valid_pairs, task.train_programs),
+        ("test", task.test_pairs, task.train_programs),
+        ("generalisation", task.generalisation_pairs, task.gen_programs),
+    ]:
+        assert len(pairs) == 500
+        for src, _ in pairs:
+            program, text = src.split(":")
+            assert task.split_of(text) == split and program in programs
     all_longest = {"".join(p) for p in itertools.product(task.OPERATIONS, repeat=3)}
-    assert set(task.gen_programs) < all_longest
+    assert set(task.gen_programs) < all_longest and not set(task.gen_programs) & set(task.train_programs)
     with pytest.raises(ValueError, match="alphabet"):
         StringProgramTask(alphabet="aab")
     with pytest.raises(ValueError, match="min_len"):

@@ -4,12 +4,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-import transformer_lib as tl  # noqa: E402
-from transformer_lib import viz, widgets  # noqa: E402
+import transformer_lib as tl
+from transformer_lib import viz, widgets
 
 
 def test_every_plot_returns_a_figure():
@@ -23,8 +23,8 @@ def test_every_plot_returns_a_figure():
         viz.plot_attention(weights[0], list("abcde"), list("uvwxyz"), title="t", highlight_query=1),
         viz.plot_heads(weights),
         viz.plot_mask(tl.causal_mask(4)[0, 0]),
-        viz.plot_positional_encoding(tl.sinusoidal_encoding(20, 16)),
-        viz.plot_encoding_curves(tl.sinusoidal_encoding(20, 16)),
+        viz.plot_positional_encoding(tl.sinusoidal_encoding(d_model=16, max_len=20)),
+        viz.plot_encoding_curves(tl.sinusoidal_encoding(d_model=16, max_len=20)),
         viz.plot_schedule({"a": [tl.noam_lr(s, 64, 10) for s in range(1, 50)]}),
         viz.plot_label_smoothing(tl.smoothed_targets(torch.tensor([4, 5]), len(task.vocab), 0.1), task.vocab.itos),
         viz.plot_history(trainer_history, window=5),

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from ._arguments import check_positive_ints
 from .attention import KVCache, MultiHeadAttention
 from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
 
@@ -72,12 +73,24 @@ class DecoderLayer(nn.Module):
 
 
 class Decoder(nn.Module):
-    """``num_layers`` decoder layers (and a final LayerNorm with pre-LN). Arguments as :class:`DecoderLayer`."""
+    """``num_layers`` decoder layers (and a final LayerNorm with pre-LN). Other arguments as :class:`DecoderLayer`."""
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **layer_options):
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, **layer_options) for _ in range(num_layers))
-        self.final_norm = LayerNorm(d_model) if layer_options.get("norm_first") else nn.Identity()
+        check_positive_ints(num_layers=num_layers)
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first) for _ in range(num_layers)
+        )
+        self.final_norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(
         self,
@@ -88,6 +101,11 @@ class Decoder(nn.Module):
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
         """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache."""
+        if cache is not None and not len(cache.self_attn) == len(cache.cross_attn) == len(self.layers):
+            raise ValueError(
+                f"the cache holds {len(cache.self_attn)} layers but the decoder has {len(self.layers)}: "
+                "make it with model.new_cache() (or DecoderCache.empty(num_layers))"
+            )
         for i, layer in enumerate(self.layers):
             self_cache, cross_cache = (cache.self_attn[i], cache.cross_attn[i]) if cache is not None else (None, None)
             x = layer(x, memory, tgt_mask, memory_mask, self_cache, cross_cache)  # (B, T_tgt, d_model)

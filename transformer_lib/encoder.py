@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from ._arguments import check_positive_ints
 from .attention import MultiHeadAttention
 from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
 
@@ -13,7 +14,7 @@ class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward network; each inside a :class:`ResidualSublayer`.
 
     Args:
-        d_model, num_heads, d_ff: widths (GUIDE notation).
+        d_model, num_heads, d_ff: widths and head count (notation: NOTATION.md).
         dropout: ``P_drop`` on each sublayer's output.
         attention_dropout: dropout on the attention weights (not in the paper; 0 by default).
         norm_first: pre-LN instead of the paper's post-LN.
@@ -42,12 +43,24 @@ class EncoderLayer(nn.Module):
 
 class Encoder(nn.Module):
     """``num_layers`` encoder layers; with pre-LN, a final LayerNorm (the residual stream is never normalised
-    otherwise). Takes the same arguments as :class:`EncoderLayer`."""
+    otherwise). The other arguments are those of :class:`EncoderLayer`."""
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **layer_options):
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, **layer_options) for _ in range(num_layers))
-        self.final_norm = LayerNorm(d_model) if layer_options.get("norm_first") else nn.Identity()
+        check_positive_ints(num_layers=num_layers)
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first) for _ in range(num_layers)
+        )
+        self.final_norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:

@@ -4,8 +4,9 @@ Every row of the grid changes one thing of a small base model, in the spirit of 
 number of heads at constant compute, (B) a smaller key width ``d_k``, (C) depth, width and ``d_ff``, (D) dropout
 and label smoothing, (E) learned positional embeddings instead of sinusoids. Each row trains for several seeds
 on the same data (:class:`~transformer_lib.data.StringProgramTask`) for the same number of steps, with the
-library's :class:`~transformer_lib.train.Trainer`, and is scored on the held-out dev set by per-token
-perplexity (as the paper's Table 3 does) and by exact match of greedy decoding.
+library's :class:`~transformer_lib.train.Trainer`, and is scored on the task's held-out validation split (the
+dev set; its test split is never read here) by per-token perplexity, as the paper's Table 3 does, and by exact
+match of greedy decoding.
 
 Each finished run is appended to a CSV file at once (``results/table3.csv``), and runs already in the file are
 skipped, so an interrupted grid (Ctrl-C) resumes where it stopped. ``--device cuda`` runs a bigger grid
@@ -147,7 +148,7 @@ GRIDS: dict[str, Grid] = {
         "cpu",
         base=dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.1, label_smoothing=0.1),
         rows=_rows(64, 4, 256, 2, full=False),
-        steps=300,
+        steps=250,
         warmup=50,
     ),
     "cuda": Grid(
@@ -194,7 +195,9 @@ PAPER_TABLE3: dict[str, dict] = {
 }
 
 
-def _config(grid: Grid, row: Row, vocab_size: int, max_len: int) -> tuple[TransformerConfig, int | None]:
+def _config(
+    grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64
+) -> tuple[TransformerConfig, int | None]:
     """The row's TransformerConfig and its ``d_k`` (None: ``d_model // h``, as the base)."""
     changes = {**grid.base, **row.changes}
     d_k = changes.pop("d_k", None)
@@ -206,7 +209,7 @@ def _config(grid: Grid, row: Row, vocab_size: int, max_len: int) -> tuple[Transf
                 "the library does not have"
             )
         changes["positional"] = positional
-    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, **changes), d_k
+    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **changes), d_k
 
 
 def build_model(config: TransformerConfig, d_k: int | None = None) -> Transformer:
@@ -248,9 +251,14 @@ def evaluate(model: Transformer, pairs: Sequence[tuple[str, str]], vocab, batch_
 
 def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = None,
             device: torch.device | str = "cpu", progress: bool = False) -> dict:
-    """Train one row for one seed on the grid's budget and return its CSV row (a dict over :data:`COLUMNS`)."""
+    """Train one row for one seed on the grid's budget and return its CSV row (a dict over :data:`COLUMNS`).
+
+    The same steps as :func:`~transformer_lib.train.train_task` (seed, fresh model, Adam with warm-up and linear
+    decay, the row's label smoothing, :meth:`Trainer.fit`), with a model from :func:`build_model` so that rows
+    B can set ``d_k``. Scores come from ``task.valid_pairs`` and ``task.generalisation_pairs``.
+    """
     task = task if task is not None else StringProgramTask()
-    config, d_k = _config(grid, row, len(task.vocab), max_len=64)
+    config, d_k = _config(grid, row, len(task.vocab), task.vocab.pad_id)
     started, cpu_started = time.perf_counter(), time.process_time()
     seed_everything(seed)
     model = build_model(config, d_k)
@@ -258,8 +266,8 @@ def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = No
     trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(config.label_smoothing, config.pad_id),
                       device=device)
     trainer.fit(lambda step: task.train_batch(step, grid.batch_size), grid.steps, progress=progress)
-    dev_loss, dev_ppl = evaluate(model, task.test_pairs, task.vocab)
-    match = exact_match(model, task.test_pairs, task.vocab)
+    dev_loss, dev_ppl = evaluate(model, task.valid_pairs, task.vocab)
+    match = exact_match(model, task.valid_pairs, task.vocab)
     gen_match = exact_match(model, task.generalisation_pairs, task.vocab) if task.generalisation_pairs else float("nan")
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     return {
@@ -330,7 +338,7 @@ def run_grid(
     runnable = []
     for row in selected:
         try:
-            _config(grid, row, len(task.vocab), max_len=64)
+            _config(grid, row, len(task.vocab), task.vocab.pad_id)
         except ValueError as exc:
             log(f"skipping {row.name!r}: {exc}")
             continue

@@ -6,12 +6,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ._arguments import check_positive_ints, check_probability
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
-from .layers import PositionalEncoding, TokenEmbedding
+from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
 
 __all__ = ["TransformerConfig", "Transformer", "count_parameters"]
+
+POSITIONAL_KINDS = ("sinusoidal", "learned")
 
 
 @dataclass(frozen=True)
@@ -20,7 +23,10 @@ class TransformerConfig:
 
     With ``share_embeddings=True`` (the paper's choice for its shared source/target BPE vocabulary) the source
     embedding, the target embedding and the output projection are one matrix, and the two vocabularies must be
-    the same size.
+    the same size. ``positional`` picks how positions enter: ``"sinusoidal"`` (the paper's fixed table) or
+    ``"learned"`` (an ``nn.Embedding(max_len, d_model)``, ``max_len * d_model`` more parameters; Table 3 row E).
+    ``pad_id`` is the padding token of both vocabularies, so ``0 <= pad_id < min(src_vocab_size, tgt_vocab_size)``.
+    Every field is checked when the config is made, and an error names the field and its value.
     """
 
     src_vocab_size: int
@@ -36,8 +42,31 @@ class TransformerConfig:
     share_embeddings: bool = True
     max_len: int = 5000
     pad_id: int = 0
+    positional: str = "sinusoidal"
 
     def __post_init__(self):
+        check_positive_ints(
+            src_vocab_size=self.src_vocab_size,
+            tgt_vocab_size=self.tgt_vocab_size,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            num_layers=self.num_layers,
+            max_len=self.max_len,
+        )
+        check_probability(
+            dropout=self.dropout, attention_dropout=self.attention_dropout, label_smoothing=self.label_smoothing
+        )
+        if not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool):
+            raise TypeError(f"pad_id must be an int, got {self.pad_id!r} of type {type(self.pad_id).__name__}")
+        smallest_vocab = min(self.src_vocab_size, self.tgt_vocab_size)
+        if not 0 <= self.pad_id < smallest_vocab:
+            raise ValueError(
+                f"pad_id={self.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} "
+                f"(src_vocab_size={self.src_vocab_size}, tgt_vocab_size={self.tgt_vocab_size})"
+            )
+        if self.positional not in POSITIONAL_KINDS:
+            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={self.positional!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -95,17 +124,20 @@ class Transformer(nn.Module):
         c = config
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
-        self.positions = PositionalEncoding(c.d_model, c.max_len, c.dropout)
-        layer_options = dict(dropout=c.dropout, attention_dropout=c.attention_dropout, norm_first=c.norm_first)
-        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **layer_options)
-        self.decoder = Decoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **layer_options)
+        positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
+        self.positions = positions(c.d_model, max_len=c.max_len, dropout=c.dropout)
+        sizes = (c.num_layers, c.d_model, c.num_heads, c.d_ff)
+        options = dict(dropout=c.dropout, attention_dropout=c.attention_dropout, norm_first=c.norm_first)
+        self.encoder = Encoder(*sizes, **options)
+        self.decoder = Decoder(*sizes, **options)
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
         if c.share_embeddings:
             self.output_projection.weight = self.tgt_embed.weight  # one matrix: paper §3.4
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """Xavier-uniform for every projection matrix, as in the reference implementations."""
+        """Xavier-uniform for every projection matrix, as in the reference implementations; the embedding tables
+        (tokens, and learned positions: ``positions.embedding``) keep their own initialisation."""
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)
@@ -155,7 +187,18 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``src (B, T_src)``, ``tgt (B, T_tgt)`` -> ``logits (B, T_tgt, tgt_vocab_size)``."""
+        """``src (B, T_src)``, ``tgt (B, T_tgt)`` -> ``logits (B, T_tgt, tgt_vocab_size)``.
+
+        Source and target must have the same batch size ``B``: row ``b`` of ``tgt`` is the translation of row
+        ``b`` of ``src`` (a source of batch 1 would otherwise broadcast silently over every target row)."""
+        for name, tokens in (("src", src), ("tgt", tgt)):
+            if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+                got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+                raise ValueError(f"{name} must be (B, T) token ids, got {got}")
+        if src.size(0) != tgt.size(0):
+            raise ValueError(
+                f"src and tgt must have the same batch size B, got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}"
+            )
         src_mask = self.source_mask(src) if src_mask is None else src_mask
         tgt_mask = self.target_mask(tgt) if tgt_mask is None else tgt_mask
         memory = self.encode(src, src_mask)  # (B, T_src, d_model)
@@ -172,6 +215,8 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
     the vocabulary, which the paper gives only as "about 37000 tokens" (its tensor2tensor code sized the
     subword vocabulary itself): 2M parameters are about 4,000 more rows of 512.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")
     seen: set[int] = set()
     counts: dict[str, int] = {}
     for name, child in model.named_children():
