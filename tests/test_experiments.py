@@ -4,6 +4,7 @@ on keeps its held-out splits out of training by construction."""
 import csv
 import dataclasses
 import itertools
+import re
 
 import pytest
 import torch
@@ -186,3 +187,58 @@ def test_main_rejects_an_unavailable_device(capsys):
     with pytest.raises(SystemExit):
         ex.main(["--device", "cuda"])
     assert "not available" in capsys.readouterr().err
+
+
+def _micro_results():
+    return [
+        {"grid": "micro", "config": "base", "group": "base", "seed": s, "dev_ppl": v, "parameters": 1, "wall_s": 1.0,
+         "exact_match": 0.0}
+        for s, v in enumerate([9.0, 9.5, 10.0])
+    ]
+
+
+def test_judge_own_row_trains_the_row_and_reports_the_prediction():
+    task = StringProgramTask(num_test=1, num_valid=20, num_gen=20)
+    row = ex.Row("mine", "C", {"d_ff": 64})
+    message = ex.judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
+    assert "'mine'" in message and "dev perplexity" in message and "9.500 ± 0.500" in message
+    message = ex.judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
+    assert "you predicted 5.00" in message
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (ex.Row("x", "C", {"d_ff": 64}), "pair (row, prediction)"),
+        (("d_ff=64", "lower"), "Row or a dict"),
+        ((ex.Row("x", "C", {"d_ff": 64}), "better"), "'lower', 'same' or 'higher'"),
+        ((ex.Row("x", "C", {"d_ff": 64}), 0.5), "a number >= 1"),
+        ((ex.Row("x", "C", {"d_ff": 32}), "same"), "changes nothing"),
+        ((ex.Row("x", "A", {"num_heads": 1}), "same"), "already has this row"),
+        ((ex.Row("x", "A", {"num_heads": 3}), "same"), "not a valid model"),
+        ((ex.Row("x", "C", {"num_layers": 40}), "lower"), "within 4x"),
+    ],
+)
+def test_judge_own_row_names_what_is_wrong(answer, words):
+    with pytest.raises((TypeError, ValueError), match=re.escape(words)):
+        ex.judge_own_row(answer, _micro_results(), grid=MICRO)
+
+
+def test_judge_own_row_needs_committed_base_runs():
+    with pytest.raises(ValueError, match="fewer than two seeds"):
+        ex.judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
+
+
+def test_check_table3_row_never_raises():
+    import transformer_lib as tl
+
+    def stub():
+        raise NotImplementedError
+
+    def broken():
+        raise KeyError("oops")
+
+    assert "not implemented yet" in tl.checks.check_table3_row(stub, _micro_results()).message
+    for code in (broken, lambda: None, lambda: (ex.Row("x", "C", {"d_ff": 256}), "same"), 42):
+        result = tl.checks.check_table3_row(code, _micro_results())
+        assert not result and result.message.startswith("❌"), result.message

@@ -47,6 +47,7 @@ __all__ = [
     "check_noam_lr",
     "check_temperature_softmax",
     "check_shard_loss",
+    "check_table3_row",
 ]
 
 
@@ -1250,3 +1251,25 @@ def check_shard_loss(shard_loss: Callable) -> CheckResult:
     ``world_size`` data-parallel processes backpropagates so that DDP's average of their gradients is the gradient
     of the mean cross-entropy over all ``global_tokens`` non-pad tokens (pad id 0), however unequal the shards."""
     return _judge("check_shard_loss", shard_loss)
+
+
+def check_table3_row(my_row: Callable, results=None) -> CheckResult:
+    """Notebook 10: ``my_row() -> (row, prediction)``, a Table 3 row of the learner's own and a prediction of
+    its dev perplexity next to the base row's ("lower", "same", "higher" or a number). Unlike the checks above
+    it has no reference to compare with: it trains the row for one seed (about 10 s of CPU time) and reports the
+    outcome next to the prediction (:func:`transformer_lib.experiments.judge_own_row`). ``results`` are the
+    committed runs (default: the repository's ``results/table3.csv``)."""
+    from .experiments import COMMITTED_CSV, judge_own_row, read_results  # on use: experiments needs train.py
+
+    name = "check_table3_row"
+    try:
+        answer = _call("your my_table3_row()", my_row)
+        message = judge_own_row(answer, read_results(COMMITTED_CSV) if results is None else results)
+    except NotImplementedError:
+        return CheckResult(name, False, f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
+                           "with your row and prediction and run this cell again.")
+    except _Failure as failure:
+        return CheckResult(name, False, f"❌ {name}: {failure}")
+    except (TypeError, ValueError) as exc:
+        return CheckResult(name, False, f"❌ {name}: {exc}.")
+    return CheckResult(name, True, f"✅ {name}: {message}")
