@@ -242,3 +242,21 @@ def test_check_table3_row_never_raises():
     for code in (broken, lambda: None, lambda: (ex.Row("x", "C", {"d_ff": 256}), "same"), 42):
         result = tl.checks.check_table3_row(code, _micro_results())
         assert not result and result.message.startswith("❌"), result.message
+
+
+def test_every_row_of_both_grids_is_a_valid_model_config():
+    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
+    for grid in ex.GRIDS.values():
+        for row in grid.rows:
+            config, d_k = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
+            assert config.d_model % config.num_heads == 0 and (d_k is None or d_k >= 1), row.name
+
+
+def test_paper_counterpart_makes_the_same_change():
+    cpu = {row.name: ex.paper_counterpart(row) for row in ex.GRIDS["cpu"].rows}
+    assert cpu["base"] == "base" and cpu["A h=1"] == "A h=1" and cpu["A h=16"] == "A h=32"  # 4x the base's h
+    assert cpu["B d_k=4"] == "B d_k=16" and cpu["C d_model=32"] == "C d_model=256"  # a quarter, a half
+    assert cpu["C N=1"] in ("C N=2", "C N=4") and cpu["C N=4"] == "C N=8"  # fewer layers, more layers
+    assert cpu["D P_drop=0.0"] == "D P_drop=0.0" and cpu["E learned positions"] == "E learned positions"
+    assert all(name in ex.PAPER_TABLE3 for name in cpu.values())
+    assert ex.paper_counterpart(ex.Row("two", "C", {"d_ff": 64, "num_layers": 1})) is None

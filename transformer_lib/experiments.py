@@ -41,6 +41,7 @@ __all__ = [
     "Grid",
     "GRIDS",
     "PAPER_TABLE3",
+    "paper_counterpart",
     "COLUMNS",
     "COMMITTED_CSV",
     "build_model",
@@ -197,6 +198,38 @@ PAPER_TABLE3: dict[str, dict] = {
         "big": (6, 1024, 4096, 16, 64, 64, 0.3, 0.1, "300K", 4.33, 26.4, 213),
     }.items()
 }
+
+
+# Which column of the paper's table each change of a row moves.
+_PAPER_FIELDS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h", "d_k": "d_k",
+                 "dropout": "P_drop", "label_smoothing": "eps_ls"}
+
+
+def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
+    """The row of :data:`PAPER_TABLE3` that makes the same change as ``row`` does to its base: the same group,
+    the same column moved the same way (up, down, to zero), and of those the closest ratio to the base's value.
+    ``"base"`` for the base row; None when the paper has no such row (a change of several columns, say)."""
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+    if not row.changes:
+        return "base"
+    if row.changes == {"positional": "learned"}:
+        return "E learned positions"
+    if len(row.changes) != 1 or next(iter(row.changes)) not in _PAPER_FIELDS:
+        return None
+    (key, value), = row.changes.items()
+    ours = value / ({"d_k": grid.base["d_model"] // grid.base["num_heads"]} | grid.base)[key]
+    column, paper_base = _PAPER_FIELDS[key], PAPER_TABLE3["base"]
+    best, best_distance = None, math.inf
+    for name, paper in PAPER_TABLE3.items():
+        if name[0] != row.group or paper[column] == paper_base[column]:
+            continue
+        theirs = paper[column] / paper_base[column]
+        if (ours == 0) != (theirs == 0) or (ours > 1) != (theirs > 1):
+            continue
+        distance = 0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs))
+        if distance < best_distance:
+            best, best_distance = name, distance
+    return best
 
 
 def _config(
