@@ -275,6 +275,11 @@ CASES = {
         "src_vocab_size=10 and tgt_vocab_size=12",
         lambda: tl.TransformerConfig(10, 12),
     ),
+    "config norm_first as a string": (
+        TypeError,
+        "norm_first must be True or False, got 'yes'",
+        lambda: tl.TransformerConfig(10, 10, norm_first="yes"),
+    ),
     "config unknown positional": (
         ValueError,
         "positional='rotary'",
@@ -323,6 +328,15 @@ CASES = {
         "the cache holds 3 layers but the decoder has 1",
         lambda: (m := tiny_model()).decode(ids[:, :1], m.encode(ids), None, cache=DecoderCache.empty(3)),
     ),
+    "residual sublayer returns another shape": (
+        ValueError,
+        r"shape of its input \(2, 5, 16\), got \(2, 5, 1\)",
+        lambda: tl.ResidualSublayer(D)(x_bt, lambda y: y[..., :1]),
+    ),
+    # runtime
+    "seed True": (ValueError, "got True", lambda: tl.seed_everything(True)),
+    "device that is not a name": (ValueError, "'gpu' is not a device name", lambda: tl.pick_device("gpu")),
+    "device given as a number": (TypeError, "got int", lambda: tl.pick_device(3)),
     # tracing and counting
     "trace_shapes of a function": (
         TypeError,
@@ -456,8 +470,21 @@ def test_a_non_zero_pad_id_masks_that_id():
     assert torch.isfinite(model(src, tgt)).all()
 
 
+def test_pick_device_takes_a_torch_device():
+    assert tl.pick_device(torch.device("cpu")) == torch.device("cpu")
+
+
 def test_trace_shapes_still_traces_a_module():
     model = tiny_model()
     with tl.trace_shapes(model) as trace:
         model(ids, ids)
     assert trace.records[0].output == "(2, 5, 12)"
+
+
+def test_numpy_numbers_in_a_config_are_accepted_as_python_numbers():
+    """A grid read from a CSV hands NumPy scalars; they are numbers, so the config takes them."""
+    np = pytest.importorskip("numpy")
+    config = tl.TransformerConfig(np.int64(12), np.int64(12), d_model=np.int64(16), num_heads=np.int64(4), d_ff=32)
+    assert type(config.num_heads) is int and type(config.d_model) is int
+    logits = tl.Transformer(config.replace(num_layers=1, max_len=16))(ids, ids)
+    assert logits.shape == (B, T, 12) and torch.isfinite(logits).all()

@@ -360,3 +360,30 @@ def test_student_code_never_makes_a_check_raise(check, options, kind, code):
         assert not result, result.message
     if kind == "not an nn.Module" and check != "check_causal_decoder":
         assert "nn.Module" in result.message
+
+
+def test_student_code_that_changes_its_inputs_in_place_is_judged_on_its_result():
+    def scale_in_place(q, k, v, mask=None):
+        q.div_(math.sqrt(q.size(-1)))  # the scaling done on the input itself: legal, if unusual
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return scores.softmax(-1) @ v
+
+    assert tl.checks.check_attention(scale_in_place)
+
+
+def test_a_check_called_under_no_grad_still_compares_gradients():
+    with torch.no_grad():
+        assert tl.checks.check_attention(tl.scaled_dot_product_attention)
+        assert tl.checks.check_multi_head_attention(tl.MultiHeadAttention)
+
+
+class OppositePolarityMHA(BiasFreeMHA):
+    def forward(self, query, key, value, mask=None):
+        return self.mha(query, key, value, None if mask is None else ~mask)
+
+
+def test_multi_head_attention_check_names_the_opposite_polarity():
+    result = tl.checks.check_multi_head_attention(OppositePolarityMHA)
+    assert not result and "opposite polarity" in result.message

@@ -86,20 +86,12 @@ class PositionalEncodingParameter(nn.Module):
         return x + self.pe[:, : x.size(1)]
 
 
-class LayerNormUnbiased(nn.Module):
-    def __init__(self, d_model):
-        super().__init__()
-        self.weight, self.bias = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
-
-    def forward(self, x):
-        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * self.weight + self.bias
+class LayerNormUnbiased(solutions.solution("04", "MyLayerNorm")):
+    def forward(self, x):  # var() divides by d_model - 1 by default
+        return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
 
 
-class FeedForwardNoRelu(nn.Module):
-    def __init__(self, d_model, d_ff):
-        super().__init__()
-        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-
+class FeedForwardNoRelu(solutions.solution("04", "MyFeedForward")):
     def forward(self, x):
         return self.linear2(self.linear1(x))
 

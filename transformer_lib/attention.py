@@ -85,16 +85,7 @@ def _zero_hidden(
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
     """Clear errors for the mistakes that otherwise surface as a matmul error deep in the stack (or as none);
     returns the scores' shape ``(..., T_q, T_k)``. Shapes and dtypes only: nothing here reads the data."""
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(
-                f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become vectors through "
-                "an embedding first, and a 0/1 tensor can be converted with `.float()`"
-            )
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}; convert with `.to(...)`")
+    _check_floating(q=q, k=k, v=v)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(f"q, k, v must be at least (T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     if q.size(-1) != k.size(-1):
@@ -114,6 +105,22 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, 
             "do not match"
         ) from None
     return (*leading, q.size(-2), k.size(-2))
+
+
+def _check_floating(**tensors: torch.Tensor) -> None:
+    """TypeError unless every argument is a floating-point tensor, all of one dtype; names the culprits."""
+    for name, x in tensors.items():
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if not x.is_floating_point():
+            raise TypeError(
+                f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become vectors through "
+                "an embedding first, and a 0/1 tensor can be converted with `.float()`"
+            )
+    dtypes = [x.dtype for x in tensors.values()]
+    if len(set(dtypes)) > 1:
+        names = ", ".join(tensors)
+        raise TypeError(f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert with `.to(...)`")
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -247,18 +254,10 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
         """Shapes, dtypes and batch sizes, each error naming what was expected; metadata only, so it is free."""
+        _check_floating(query=query, key=key, value=value)
         for name, x in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(x, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor (B, T, d_model), got {type(x).__name__}")
             if x.dim() != 3 or x.size(-1) != self.d_model:
                 raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
-            if not x.is_floating_point():
-                raise TypeError(
-                    f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become vectors "
-                    "through an embedding first"
-                )
-        if not query.dtype == key.dtype == value.dtype:
-            raise TypeError(f"query, key, value must share one dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
         weight_dtype = self.w_q.weight.dtype
         if query.dtype != weight_dtype and not torch.is_autocast_enabled(query.device.type):
             raise TypeError(

@@ -113,6 +113,31 @@ def compare_attention(
     return rows
 
 
+def _both_paths_as_t_grows(
+    lengths: tuple[int, ...],
+    batch: int,
+    d_model: int,
+    num_heads: int,
+    device: torch.device | None,
+    measure: Callable[[Callable[[], object], torch.device], float],
+    unit: str,
+) -> list[dict]:
+    """One row per T: ``measure(forward, device)`` of a self-attention forward on the fast and on the explicit
+    path (keys ``fast_<unit>``, ``explicit_<unit>``), and the size of the ``(B, h, T, T)`` float32 weights."""
+    device = device or pick_device()
+    seed_everything(0)
+    mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
+    rows = []
+    for length in lengths:
+        x = torch.randn(batch, length, d_model, device=device)  # (B, T, d_model)
+        row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
+        for path, need_weights in (("fast", False), ("explicit", True)):
+            with torch.no_grad():
+                row[f"{path}_{unit}"] = measure(lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device)
+        rows.append(row)
+    return rows
+
+
 def attention_growth(
     lengths: tuple[int, ...] = (128, 256, 512, 1024),
     batch: int = 4,
@@ -121,22 +146,11 @@ def attention_growth(
     device: torch.device | None = None,
     repeats: int = 5,
 ) -> list[dict]:
-    """Forward time of both paths as T grows, with the size of the ``(B, h, T, T)`` weights the explicit path
-    materialises."""
-    device = device or pick_device()
-    seed_everything(0)
-    mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
-    rows = []
-    for length in lengths:
-        x = torch.randn(batch, length, d_model, device=device)
-        row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
-        for path, need_weights in (("fast", False), ("explicit", True)):
-            with torch.no_grad():
-                row[f"{path}_s"] = time_call(
-                    lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device, repeats, warmup=1
-                )
-        rows.append(row)
-    return rows
+    """Forward time (``fast_s``, ``explicit_s``) of both paths as T grows, with the size of the ``(B, h, T, T)``
+    weights the explicit path materialises (``weights_MiB``)."""
+    return _both_paths_as_t_grows(
+        lengths, batch, d_model, num_heads, device, lambda run, dev: time_call(run, dev, repeats, warmup=1), "s"
+    )
 
 
 def attention_memory(
@@ -146,25 +160,19 @@ def attention_memory(
     num_heads: int = 4,
     device: torch.device | None = None,
 ) -> list[dict]:
-    """Measured peak memory (MiB, see :func:`peak_memory_MiB`) of one self-attention forward on each path as T
-    grows, next to the size of the ``(B, h, T, T)`` float32 weights. The explicit path stores the scores and the
-    weights, so its peak grows as T²; the fused path (``scaled_dot_product_attention``) works through the keys
-    in blocks and never holds a T x T matrix, so its peak grows as T. Both still do O(T²) work."""
-    device = device or pick_device()
-    seed_everything(0)
-    mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
-    rows = []
-    for length in lengths:
-        x = torch.randn(batch, length, d_model, device=device)
-        row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
-        for path, need_weights in (("fast", False), ("explicit", True)):
-            with torch.no_grad():
-                mha(x, x, x, need_weights=need_weights)  # warm-up: one-off workspaces are not the path's cost
-                row[f"{path}_peak_MiB"] = peak_memory_MiB(
-                    lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device
-                )
-        rows.append(row)
-    return rows
+    """Measured peak memory (``fast_peak_MiB``, ``explicit_peak_MiB``; see :func:`peak_memory_MiB`) of one
+    self-attention forward on each path as T grows, next to the size of the ``(B, h, T, T)`` float32 weights.
+
+    The explicit path stores the scores and the weights, so its peak grows as T²; the fused path
+    (``scaled_dot_product_attention``) works through the keys in blocks and never holds a T x T matrix, so on
+    the CPU its peak grows as T. Both still do O(T²) work.
+    """
+
+    def measure(run: Callable[[], object], dev: torch.device) -> float:
+        run()  # warm-up: one-off workspaces are not the path's cost
+        return peak_memory_MiB(run, dev)
+
+    return _both_paths_as_t_grows(lengths, batch, d_model, num_heads, device, measure, "peak_MiB")
 
 
 def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._arguments import check_positive_ints
 from .attention import KVCache, MultiHeadAttention
-from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
+from .encoder import LayerStack
+from .layers import PositionwiseFeedForward, ResidualSublayer
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
@@ -72,25 +72,10 @@ class DecoderLayer(nn.Module):
         return self.residual_ff(x, self.feed_forward)  # (B, T_tgt, d_model)
 
 
-class Decoder(nn.Module):
-    """``num_layers`` decoder layers (and a final LayerNorm with pre-LN). Other arguments as :class:`DecoderLayer`."""
+class Decoder(LayerStack):
+    """The decoder: ``num_layers`` :class:`DecoderLayer` (and a final LayerNorm with pre-LN)."""
 
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-    ):
-        super().__init__()
-        check_positive_ints(num_layers=num_layers)
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first) for _ in range(num_layers)
-        )
-        self.final_norm = LayerNorm(d_model) if norm_first else nn.Identity()
+    layer_class = DecoderLayer
 
     def forward(
         self,

@@ -7,7 +7,7 @@ from ._arguments import check_positive_ints
 from .attention import MultiHeadAttention
 from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
 
-__all__ = ["EncoderLayer", "Encoder"]
+__all__ = ["EncoderLayer", "Encoder", "LayerStack"]
 
 
 class EncoderLayer(nn.Module):
@@ -41,9 +41,11 @@ class EncoderLayer(nn.Module):
         return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
 
 
-class Encoder(nn.Module):
-    """``num_layers`` encoder layers; with pre-LN, a final LayerNorm (the residual stream is never normalised
-    otherwise). The other arguments are those of :class:`EncoderLayer`."""
+class LayerStack(nn.Module):
+    """``num_layers`` copies of ``layer_class``; with pre-LN, a final LayerNorm (the residual stream is never
+    normalised otherwise). The other arguments are those of :class:`EncoderLayer` and ``DecoderLayer``."""
+
+    layer_class: type[nn.Module]
 
     def __init__(
         self,
@@ -58,11 +60,19 @@ class Encoder(nn.Module):
         super().__init__()
         check_positive_ints(num_layers=num_layers)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first) for _ in range(num_layers)
+            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first)
+            for _ in range(num_layers)
         )
         self.final_norm = LayerNorm(d_model) if norm_first else nn.Identity()
 
+
+class Encoder(LayerStack):
+    """The encoder: ``num_layers`` :class:`EncoderLayer` (and a final LayerNorm with pre-LN)."""
+
+    layer_class = EncoderLayer
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``."""
         for layer in self.layers:
             x = layer(x, mask)  # (B, T, d_model)
         return self.final_norm(x)

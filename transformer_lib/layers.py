@@ -72,9 +72,15 @@ class ResidualSublayer(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``sublayer`` must return a tensor of the same shape (else a ValueError: the
+        sum would broadcast silently)."""
+        out = sublayer(self.norm(x) if self.norm_first else x)  # (B, T, d_model)
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"the sublayer must return the shape of its input {tuple(x.shape)}, got {got}")
         if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            return x + self.dropout(out)
+        return self.norm(x + self.dropout(out))
 
 
 class TokenEmbedding(nn.Module):
@@ -105,10 +111,12 @@ class TokenEmbedding(nn.Module):
         if tokens.is_floating_point() or tokens.dtype == torch.bool:
             raise TypeError(f"tokens must be integer ids, got dtype {tokens.dtype}")
         vocab_size = self.embedding.num_embeddings
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-            raise ValueError(
-                f"token ids must lie in [0, {vocab_size}), got min={tokens.min().item()}, max={tokens.max().item()}"
-            )
+        if tokens.numel():
+            # The one check here that reads the data (one sync on a GPU): an id out of range would otherwise
+            # end in a device-side assert there, or an IndexError deep inside nn.Embedding on the CPU.
+            low, high = torch.stack(torch.aminmax(tokens)).tolist()
+            if low < 0 or high >= vocab_size:
+                raise ValueError(f"token ids must lie in [0, {vocab_size}), got min={low}, max={high}")
         return self.embedding(tokens) * self.scale  # (B, T, d_model)
 
 
