@@ -51,7 +51,8 @@ def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name.startswith(("my_", "My"))
     ]
     if len(defined) != 1:
-        return None, f"a cell defining {[node.name for node in defined] or 'no my_*/My* name'}"
+        names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+        return None, f"{names} (an exercise cell defines exactly one my_* function or My* class)"
     node = defined[0]
     if not hasattr(module, node.name):
         return None, node.name
@@ -91,7 +92,8 @@ def build(path: pathlib.Path) -> list[str]:
         ):
             source, name = _replace_stub(cell.source, module)
             if source is None:
-                problems.append(f"exercise cell for {name}: no solution of that name in {module.__name__}")
+                index = notebook.cells.index(cell)
+                problems.append(f"cell {index}: exercise {name} has no solution of that name in {module.__name__}")
                 continue
             cell.source, cell.outputs = source, []
             solved.add(name)
@@ -107,7 +109,8 @@ def build(path: pathlib.Path) -> list[str]:
     for cell in exercise_cells:  # (the debugging notebook's bug cells fail their checks on purpose)
         text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.get("outputs", []))
         if "✅" not in text:
-            problems.append(f"cell {notebook.cells.index(cell)}: {text.strip()[:300]}")
+            outcome = text.strip()[:300] or "not run (execution stopped before it)"
+            problems.append(f"cell {notebook.cells.index(cell)}: {outcome}")
     OUT.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, OUT / path.name)
     return problems

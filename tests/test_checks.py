@@ -20,40 +20,45 @@ NOTEBOOK = pathlib.Path(__file__).parent.parent / "notebooks" / "08_debugging_at
 
 
 def notebook_variants():
-    """(kind, check name, defined name, source) for every BUG/FIX cell, plus the namespace they live in."""
+    """(kind, check name, defined name) for every BUG/FIX cell that defines code, plus the namespace it lives in.
+
+    Only the cells' definitions run here (a marked cell may also call its check, on names defined elsewhere)."""
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     namespace = {"math": math, "torch": torch, "F": F, "nn": nn, "tl": tl}
-    variants = []
+    variants, marked = [], []
     for cell in cells:
         source = "".join(cell["source"])
         first = source.splitlines()[0] if source else ""
         if first.startswith(("# BUG:", "# FIX:")):
-            exec(compile(source, "<notebook 08>", "exec"), namespace)  # definitions only
-            defined = [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
             kind, check = first[2:5], first.split(":", 1)[1].strip()
-            variants.append((kind, check, defined[-1]))
-    return variants, namespace
+            marked.append((kind, check))
+            definitions = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+            exec(compile(ast.Module(definitions, type_ignores=[]), "<notebook 08>", "exec"), namespace)
+            variants += [(kind, check, definitions[-1].name)] if definitions else []
+    return variants, marked, namespace
 
 
-VARIANTS, NAMESPACE = notebook_variants()
+VARIANTS, MARKED, NAMESPACE = notebook_variants()
 
 
 def test_the_notebook_covers_every_classic_bug():
-    bugs = [(check, name) for kind, check, name in VARIANTS if kind == "BUG"]
-    assert len(bugs) >= 10
-    assert {check for check, _ in bugs} == {
-        "check_attention",
-        "check_combine_heads",
-        "check_multi_head_attention",
-        "check_positional_encoding",
-    }
-    fixes = {check for kind, check, _ in VARIANTS if kind == "FIX"}
-    assert fixes == {check for check, _ in bugs}  # every kind of bug has a fix that passes
+    bugs = {check for kind, check in MARKED if kind == "BUG"}
+    assert sum(kind == "BUG" for kind, _ in MARKED) >= 10
+    classic = {"check_attention", "check_combine_heads", "check_multi_head_attention", "check_positional_encoding"}
+    assert classic <= bugs <= set(tl.checks.__all__)
+    assert classic <= {check for kind, check in MARKED if kind == "FIX"}  # each classic bug has a fix that passes
+
+
+def tiny_config():
+    return tl.TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, num_heads=2, d_ff=32, num_layers=1)
 
 
 @pytest.mark.parametrize(("kind", "check", "name"), VARIANTS, ids=[v[2] for v in VARIANTS])
 def test_notebook_variant_is_judged_right(kind, check, name):
-    result = getattr(tl.checks, check)(NAMESPACE[name])
+    code = NAMESPACE[name]
+    if check == "check_causal_decoder" and isinstance(code, type):  # the check takes a model: build a small one
+        code = code(tiny_config())
+    result = getattr(tl.checks, check)(code)
     assert bool(result) == (kind == "FIX"), result.message
     assert result.message.startswith("✅" if kind == "FIX" else "❌")
     if kind == "BUG":
@@ -250,10 +255,6 @@ def test_layer_checks_name_missing_residuals_and_wrong_cross_attention_masks():
     assert "cross-attention got the wrong mask" in result.message
 
 
-def tiny_config():
-    return tl.TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, num_heads=2, d_ff=32, num_layers=1)
-
-
 class NoCausalMask(nn.Module):
     """A model whose decoder runs without its causal mask (or with it, ``causal=True``)."""
 
@@ -387,3 +388,79 @@ class OppositePolarityMHA(BiasFreeMHA):
 def test_multi_head_attention_check_names_the_opposite_polarity():
     result = tl.checks.check_multi_head_attention(OppositePolarityMHA)
     assert not result and "opposite polarity" in result.message
+
+
+def buggy_layer(decoder: bool, bug: str) -> type:
+    """A learner's encoder or decoder layer (nn.LayerNorm, tl.MultiHeadAttention) with one named bug."""
+
+    class Layer(nn.Module):
+        def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+            super().__init__()
+            self.norm_first = norm_first != (bug == "swapped")
+            self.self_attn = tl.MultiHeadAttention(d_model, num_heads)
+            self.cross_attn = tl.MultiHeadAttention(d_model, num_heads) if decoder else None
+            self.feed_forward = tl.PositionwiseFeedForward(d_model, d_ff)
+            self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+            self.norm3 = nn.LayerNorm(d_model) if decoder else None
+
+        def forward(self, x, *arguments):  # encoder: (mask); decoder: (memory, tgt_mask, memory_mask)
+            padded = (*arguments, None, None) if decoder else (None, *arguments, None, None)
+            memory, tgt_mask, memory_mask = padded[:3]
+            self_mask = None if bug == "self mask" else tgt_mask
+            cross_mask = {"cross mask": None, "cross gets the target mask": tgt_mask}.get(bug, memory_mask)
+            sublayers = [("self residual", self.norm1, lambda y: self.self_attn(y, y, y, self_mask)[0])]
+            if decoder:
+                cross = self.cross_attn
+                sublayers.append(("cross residual", self.norm2, lambda y: cross(y, memory, memory, cross_mask)[0]))
+            sublayers.append(("ffn residual", self.norm3 if decoder else self.norm2, self.feed_forward))
+            for name, norm, sublayer in sublayers:
+                y = sublayer(norm(x) if self.norm_first else x)
+                y = y if bug == name else x + y
+                x = y if self.norm_first else norm(y)
+            return x
+
+    return Layer
+
+
+@pytest.mark.parametrize(
+    ("decoder", "bug", "words"),
+    [
+        (False, "swapped", "post-LN and pre-LN are swapped"),
+        (False, "self residual", "residual connection around the attention"),
+        (False, "ffn residual", "residual connection around the feed-forward"),
+        (False, "self mask", "ignored its mask"),
+        (True, "swapped", "post-LN and pre-LN are swapped"),
+        (True, "self residual", "residual connection around the attention"),
+        (True, "cross residual", "residual connection around the cross-attention"),
+        (True, "ffn residual", "residual connection around the feed-forward"),
+        (True, "self mask", "ignored the target mask"),
+        (True, "cross mask", "ignored memory_mask"),
+        (True, "cross gets the target mask", "cross-attention got the wrong mask"),
+    ],
+)
+def test_layer_checks_name_each_diagnosed_mistake(decoder, bug, words):
+    check = tl.checks.check_decoder_layer if decoder else tl.checks.check_encoder_layer
+    assert check(buggy_layer(decoder, "none"))
+    result = check(buggy_layer(decoder, bug))
+    assert not result and words in result.message, result.message
+
+
+class ExtraParameterMHA(BiasFreeMHA):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.temperature = nn.Parameter(torch.ones(1))
+
+
+def test_multi_head_attention_names_extra_parameters():
+    result = tl.checks.check_multi_head_attention(ExtraParameterMHA)
+    assert not result and "['temperature']" in result.message
+
+
+def test_a_nan_result_is_called_nan():
+    def nan_attention(q, k, v, mask=None):
+        return tl.scaled_dot_product_attention(q, k, v, mask)[0] * float("nan")
+
+    result = tl.checks.check_attention(nan_attention)
+    assert not result and "NaN" in result.message
+    nan_lr = tl.checks.check_noam_lr(lambda step, d_model, warmup: float("nan"))
+    assert not nan_lr and "NaN" in nan_lr.message

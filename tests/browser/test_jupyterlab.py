@@ -182,7 +182,8 @@ def check_notebook(lab, page, notebook: str) -> None:
             action = move(page, control, kind)
             redrew = wait_for_change(page, cell_node, before)
             record["controls_redrew"] += redrew
-            label = control.inner_text().split("\n")[0] or kind
+            lines = control.inner_text().replace("\u200b", "").splitlines()  # an empty label holds a zero-width space
+            label = next((t.strip() for t in lines if t.strip()), control.get_attribute("title") or kind)
             record["moves"].append({"cell": c, "control": label, "action": action, "redrew": redrew})
             if not redrew:
                 not_redrawn.append(f"{label} ({action})")
@@ -191,8 +192,8 @@ def check_notebook(lab, page, notebook: str) -> None:
     shown = [t for t in tracebacks_shown(page) if t not in tracebacks_before]
 
     OUT.mkdir(parents=True, exist_ok=True)
-    first = cells.first if cells.count() else page.locator(".jp-Cell").first
-    first.scroll_into_view_if_needed()
+    shown_cell = cells.last if cells.count() else page.locator(".jp-Cell").first  # the last widget, or the title
+    shown_cell.scroll_into_view_if_needed()
     page.screenshot(path=str(OUT / f"{notebook_id(notebook)}.png"))
     (OUT / f"{notebook_id(notebook)}.json").write_text(json.dumps(record, indent=1))
 
