@@ -121,7 +121,7 @@ def build(path: pathlib.Path) -> list[str]:
 
 def main(numbers: list[str]) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    paths = sorted(p for p in (ROOT / "notebooks").glob("0[1-9]_*.ipynb") if not numbers or p.name[:2] in numbers)
+    paths = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if not numbers or p.name[:2] in numbers)
     failed = False
     for path in paths:
         problems = build(path)

@@ -121,6 +121,7 @@ WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
         lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
         "own tokens",
     ),
+    "my_table3_row": (lambda: (tl.experiments.Row("base again", "C", {"d_model": 64}), "same"), "changes nothing"),
 }
 
 

@@ -35,7 +35,7 @@ __all__ = [
     "check_multi_head_attention", "check_positional_encoding", "check_layer_norm", "check_feed_forward",
     "check_encoder_layer", "check_decoder_layer", "check_cross_attention", "check_causal_mask",
     "check_causal_decoder", "check_shifted_targets", "check_label_smoothing", "check_noam_lr",
-    "check_temperature_softmax", "check_shard_loss",
+    "check_temperature_softmax", "check_shard_loss", "check_table3_row",
 ]
 
 
@@ -628,3 +628,27 @@ def check_causal_decoder(model) -> CheckResult:
     if was_training:
         model.train()
     return result
+
+
+def check_table3_row(my_row: Callable, results=None) -> CheckResult:
+    """Notebook 10: ``my_row() -> (row, prediction)``, a Table 3 row of the learner's own and a prediction of its
+    dev perplexity next to the base row's ("lower", "same", "higher" or a number). It has no reference to compare
+    with: it trains the row for one seed (about 10 s of CPU time) and reports the outcome next to the prediction
+    (:func:`transformer_lib.experiments.judge_own_row`). ``results``: the committed runs (default: the
+    repository's ``results/table3.csv``)."""
+    from .experiments import COMMITTED_CSV, judge_own_row, read_results  # on use: experiments needs train.py
+
+    name = "check_table3_row"
+    try:
+        answer = my_row()
+    except NotImplementedError:
+        return CheckResult(name, False, f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
+                           "with your row and prediction and run this cell again.")
+    except Exception as exc:  # any error in student code becomes a message
+        return CheckResult(name, False, f"❌ {name}: your my_table3_row() raised {type(exc).__name__}: {exc}. "
+                           "Hint: run it by hand and read the error's last line.")
+    try:
+        message = judge_own_row(answer, read_results(COMMITTED_CSV) if results is None else results)
+    except (TypeError, ValueError) as exc:
+        return CheckResult(name, False, f"❌ {name}: {exc}.")
+    return CheckResult(name, True, f"✅ {name}: {message}")
