@@ -529,3 +529,12 @@ def test_the_cross_attention_check_leaves_the_learners_random_state_alone():
     torch.manual_seed(123)
     assert tl.checks.check_cross_attention(solutions.solution("05", "my_cross_attention"))
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_table3_check_reports_a_row_that_fails_to_train(monkeypatch):
+    def out_of_memory(answer, results):  # what a row with d_model=100000 meets while its model is built
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
+
+    monkeypatch.setattr(tl.experiments, "judge_own_row", out_of_memory)
+    result = tl.checks.check_table3_row(lambda: ({"d_model": 100_000}, "lower"))
+    assert not result and "could not be trained (RuntimeError: DefaultCPUAllocator" in result.message, result.message

@@ -651,4 +651,7 @@ def check_table3_row(my_row: Callable, results=None) -> CheckResult:
         message = judge_own_row(answer, read_results(COMMITTED_CSV) if results is None else results)
     except (TypeError, ValueError) as exc:
         return CheckResult(name, False, f"❌ {name}: {exc}.")
+    except Exception as exc:  # the row itself failed to build or train (out of memory, say): a message, not a crash
+        return CheckResult(name, False, f"❌ {name}: your row could not be trained ({type(exc).__name__}: "
+                           f"{str(exc).strip()[:200]}). Hint: keep the row close to the base model's sizes.")
     return CheckResult(name, True, f"✅ {name}: {message}")
