@@ -388,3 +388,13 @@ def test_a_numpy_temperature_is_a_number(untrained):
     generator = torch.Generator().manual_seed(0)
     sampled = tl.sample_decode(model, src, 5, 1, 2, temperature=np.float32(0.5), generator=generator)
     assert sampled.shape[0] == 2 and sampled.dtype == torch.long
+
+
+def test_numpy_whole_numbers_are_whole_numbers(untrained):  # a grid read from a CSV hands NumPy scalars
+    task = tl.CopyTask(num_test=np.int64(10), num_valid=np.int64(10), pad_id=np.int64(3))
+    assert len(task.test_pairs) == 10 and task.vocab.pad_id == 3
+    recipe = tl.TrainingRecipe(steps=np.int64(20), batch_size=np.int32(4), lr=1e-3, warmup=np.int64(2), eps_ls=0.0)
+    assert recipe.steps == 20 and type(recipe.steps) is int
+    model, src = untrained
+    assert len(tl.beam_search(model, src, 5, 1, 2, beam_width=np.int64(2))) == 2
+    assert torch.isfinite(tl.decode.filter_top_k_top_p(torch.randn(2, 9), top_k=np.int64(2))).sum() == 4

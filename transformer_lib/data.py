@@ -29,7 +29,7 @@ class Vocab:
 
     def __init__(self, characters: str, pad_id: int = 0):
         others = [BOS, EOS, UNK] + sorted(set(characters) - {PAD, BOS, EOS, UNK})
-        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id <= len(others):
+        if not is_int(pad_id) or not 0 <= pad_id <= len(others):
             raise ValueError(f"pad_id must be a whole number in [0, {len(others)}] for this vocabulary, got {pad_id!r}")
         self.itos = others[:pad_id] + [PAD] + others[pad_id:]
         self.stoi = {s: i for i, s in enumerate(self.itos)}
@@ -137,7 +137,7 @@ class Seq2SeqTask(ABC):
 
 
 def _check_split_size(name: str, value: int, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
@@ -330,7 +330,7 @@ class StringProgramTask(Seq2SeqTask):
     ):
         if not 1 <= min_len <= max_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-        if isinstance(max_ops, bool) or not isinstance(max_ops, int) or max_ops < 1:
+        if not is_int(max_ops) or max_ops < 1:
             raise ValueError(f"max_ops must be a whole number >= 1, got {max_ops!r}")
         if not alphabet or len(set(alphabet)) != len(alphabet) or not (alphabet.isalpha() and alphabet.islower()):
             raise ValueError(f"alphabet must be distinct lower-case letters, got {alphabet!r}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._arguments import check_positive_ints
+from ._arguments import check_positive_ints, is_int
 from .data import Vocab, make_batch
 from .model import Transformer
 
@@ -100,7 +100,7 @@ def greedy_decode(
 
 
 def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+    if top_k is not None and (not is_int(top_k) or top_k < 1):
         raise ValueError(f"top_k must be a whole number >= 1 (or None for no cut), got {top_k!r}")
     if top_p is not None and not (isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0):
         raise ValueError(f"top_p must be in (0, 1] (or None for no cut), got {top_p!r}")
@@ -253,7 +253,7 @@ def beam_search(
     """
     check_positive_ints(max_len=max_len)
     vocab_size = model.config.tgt_vocab_size
-    if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+    if not is_int(beam_width) or beam_width < 1:
         raise ValueError(f"beam_width must be a whole number >= 1, got {beam_width!r}")
     if beam_width >= vocab_size:
         raise ValueError(
