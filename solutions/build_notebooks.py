@@ -43,7 +43,7 @@ def _solution_source(module, name: str) -> str:
 
 
 def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
-    """(new cell source, exercise name); (None, name) when the module has no solution of that name."""
+    """(new cell source, exercise name); (None, name or what is wrong) when no solution can replace the stub."""
     tree = ast.parse(source)
     defined = [
         node
@@ -52,7 +52,7 @@ def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
     ]
     if len(defined) != 1:
         names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
-        return None, f"{names} (an exercise cell defines exactly one my_* function or My* class)"
+        return None, f"defines {names}, not exactly one my_* function or My* class"
     node = defined[0]
     if not hasattr(module, node.name):
         return None, node.name
@@ -93,7 +93,10 @@ def build(path: pathlib.Path) -> list[str]:
             source, name = _replace_stub(cell.source, module)
             if source is None:
                 index = notebook.cells.index(cell)
-                problems.append(f"cell {index}: exercise {name} has no solution of that name in {module.__name__}")
+                problem = (
+                    name if name.startswith("defines") else f"{name} has no solution of that name in {module.__name__}"
+                )
+                problems.append(f"cell {index}: exercise {problem}")
                 continue
             cell.source, cell.outputs = source, []
             solved.add(name)

@@ -255,6 +255,34 @@ def test_layer_checks_name_missing_residuals_and_wrong_cross_attention_masks():
     assert "cross-attention got the wrong mask" in result.message
 
 
+class GainShiftNorm(nn.Module):
+    """A correct LayerNorm whose parameters are named ``gain`` and ``shift``, not nn.LayerNorm's names."""
+
+    def __init__(self, d_model):
+        super().__init__()
+        self.gain, self.shift = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[-1:]) * self.gain + self.shift
+
+
+class EncoderLayerWithGainShiftNorms(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layer = tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+        self.self_attn, self.feed_forward = self.layer.self_attn, self.layer.feed_forward
+        self.norm1, self.norm2 = GainShiftNorm(d_model), GainShiftNorm(d_model)
+
+    def forward(self, x, mask=None):
+        return self.layer(x, mask)
+
+
+def test_layer_check_names_layer_norm_parameters_it_cannot_read():
+    assert tl.checks.check_layer_norm(GainShiftNorm)  # any names pass the LayerNorm check itself
+    result = tl.checks.check_encoder_layer(EncoderLayerWithGainShiftNorms)
+    assert not result and "`weight` and `bias`" in result.message
+
+
 class NoCausalMask(nn.Module):
     """A model whose decoder runs without its causal mask (or with it, ``causal=True``)."""
 

@@ -259,7 +259,12 @@ def copy_weight(target: nn.Module, student: nn.Module, source: str) -> None:
     if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
         should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
         found = f"weight {describe(weight)}" if module is not None else "nothing"
-        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.")
+        names = (
+            " Hint: name the gain and shift `weight` and `bias`, as nn.LayerNorm does."
+            if weight is None and module is not None and not isinstance(target, nn.Linear)
+            else ""
+        )
+        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.{names}")
     bias = getattr(module, "bias", None)
     with torch.no_grad():
         target.weight.copy_(weight)

@@ -34,6 +34,7 @@ TRAINED_MODEL = ("06_", "07_")
 RUN_ALL_TIMEOUT_MS = 900_000
 REDRAW_TIMEOUT_MS = 30_000
 CONTROLS = ".widget-slider, .widget-dropdown, .widget-checkbox, .widget-text"
+NOT_FOUND = re.compile(r"status of 404|404 \(Not Found\)")  # Chromium's words; a kernel id may contain "404"
 BAD_SOURCES = {"": "empty", "@@@": "knows no"}  # what a student types -> words the message must contain
 
 HOOK_KERNEL = """() => {
@@ -88,7 +89,7 @@ def page(lab, browser):
     page = context.new_page()
     page.not_found = []
     page.on("response", lambda r: page.not_found.append(r.url) if r.status == 404 else None)
-    page.on("console", lambda m: page.not_found.append(m.text) if "404" in m.text else None)
+    page.on("console", lambda m: page.not_found.append(m.text) if NOT_FOUND.search(m.text) else None)
     yield page
     context.close()
 
