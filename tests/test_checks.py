@@ -9,6 +9,7 @@ import json
 import math
 import pathlib
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -492,3 +493,39 @@ def test_a_nan_result_is_called_nan():
     assert not result and "NaN" in result.message
     nan_lr = tl.checks.check_noam_lr(lambda step, d_model, warmup: float("nan"))
     assert not nan_lr and "NaN" in nan_lr.message
+
+
+def test_positional_encoding_check_given_an_instance_asks_for_the_class():
+    import solutions
+
+    module = solutions.solution("03", "MyPositionalEncoding")(16, 50)
+    result = tl.checks.check_positional_encoding(module)
+    assert not result and "pass the class itself, not an instance" in result.message, result.message
+
+
+def test_noam_check_takes_a_numpy_number_as_a_number():
+    def numpy_schedule(step, d_model, warmup):
+        return np.float32(d_model**-0.5) * np.float32(min(step**-0.5, step * warmup**-1.5))
+
+    assert tl.checks.check_noam_lr(numpy_schedule)
+
+
+class FrozenOutputMHA(BiasFreeMHA):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.w_o.weight.requires_grad_(False)
+
+
+def test_multi_head_attention_check_names_a_frozen_parameter():
+    result = tl.checks.check_multi_head_attention(FrozenOutputMHA)
+    assert not result and "w_o.weight'] have requires_grad=False" in result.message, result.message
+
+
+def test_the_cross_attention_check_leaves_the_learners_random_state_alone():
+    import solutions
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    assert tl.checks.check_cross_attention(solutions.solution("05", "my_cross_attention"))
+    assert torch.equal(torch.rand(3), expected)

@@ -201,7 +201,8 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
             "or detached? Training needs gradients to flow back through your code."
         )
     inputs = list(case.inputs.values())
-    parameters = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    named = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    parameters = {name: p for name, p in named.items() if p.requires_grad}  # autograd.grad refuses frozen ones
     weight = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
     grads = _call(
         f"{entry.what} (backward)",
@@ -218,9 +219,12 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
         )
         if problem:
             raise Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
-    frozen = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    frozen = [name for name in named if name not in parameters]
     if frozen:
-        raise Failure(f"no gradient reached {frozen}: they would never train. Hint: is every layer used in forward?")
+        raise Failure(f"{frozen} have requires_grad=False: they would never train. Hint: leave parameters trainable.")
+    unused = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    if unused:
+        raise Failure(f"no gradient reached {unused}: they would never train. Hint: is every layer used in forward?")
 
 
 def judge(name: str, entry: Entry, student) -> CheckResult:

@@ -14,6 +14,7 @@ student's code is reported, and a stub that raises ``NotImplementedError`` is "n
 # fmt: off
 
 import math
+import numbers
 from collections.abc import Callable
 from functools import partial
 
@@ -100,8 +101,9 @@ def _layer_cases(decoder: bool) -> list[Case]:
 
 def _cross_cases() -> list[Case]:
     gen = _gen()
-    torch.manual_seed(0)
-    attn = MultiHeadAttention(16, 4).eval()
+    with torch.random.fork_rng(devices=[]):  # the same module every time, and the learner's seed left alone
+        torch.manual_seed(0)
+        attn = MultiHeadAttention(16, 4).eval()
     x6, memory6 = _randn(gen, 3, 6, 16), _randn(gen, 3, 6, 16)
     x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
     return [Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
@@ -173,7 +175,8 @@ def _shifted_pick(result, case=None) -> dict:
 
 
 def _number(result, case=None) -> dict:
-    is_number = isinstance(result, int | float) or (isinstance(result, torch.Tensor) and result.numel() == 1)
+    """A learning rate as a Python, NumPy (``np.float32`` is no ``float``) or one-element torch number."""
+    is_number = isinstance(result, numbers.Real) or (isinstance(result, torch.Tensor) and result.numel() == 1)
     return {"learning rate": torch.tensor(float(result)) if is_number else result}
 
 
@@ -604,8 +607,8 @@ check_shard_loss = _check("check_shard_loss", "``shard_loss(logits, target, glob
 def check_positional_encoding(encoding) -> CheckResult:
     """A function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a class ``encoding(d_model, max_len)``
     that stores the table as a buffer and whose ``forward(x (B, T, d_model))`` adds it to ``x``."""
-    return _judge("check_positional_encoding_module" if isinstance(encoding, type) else "check_positional_encoding",
-                  encoding)
+    module = isinstance(encoding, type | nn.Module)  # an instance goes to the module entry, which says "the class"
+    return _judge("check_positional_encoding_module" if module else "check_positional_encoding", encoding)
 
 
 def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckResult:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ._arguments import is_int
 from .masks import causal_mask, padding_mask
 
 __all__ = ["Vocab", "Batch", "make_batch", "Seq2SeqTask", "CopyTask", "DateTask", "DATE_FORMATS", "StringProgramTask"]
@@ -55,7 +56,7 @@ class Vocab:
             ids = ids.tolist()
         out = []
         for i in ids:
-            if not isinstance(i, int):
+            if not is_int(i):  # NumPy integers are ids too
                 raise TypeError(f"Vocab.decode takes a sequence of int ids, got an element {i!r}")
             if i == self.eos_id:
                 break
@@ -98,6 +99,9 @@ def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
     """(source text, target text) pairs -> a :class:`Batch`, padded to the longest of each side."""
     if not pairs:
         raise ValueError("make_batch needs at least one (source, target) pair")
+    for pair in pairs:  # a bare string of two letters would otherwise unpack as a (source, target) pair
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
+            raise TypeError(f"make_batch takes (source text, target text) pairs, got an element {pair!r}")
     src = _pad([vocab.encode(s) for s, _ in pairs], vocab.pad_id)  # (B, S)
     tgt = _pad([vocab.encode(t, bos=True, eos=True) for _, t in pairs], vocab.pad_id)  # (B, T + 1)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T) each

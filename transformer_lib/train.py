@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ._arguments import check_positive_ints
 from .data import Batch, Seq2SeqTask
 from .model import Transformer, TransformerConfig
 from .runtime import seed_everything
@@ -88,6 +89,7 @@ def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) ->
     It rises linearly for ``warmup`` steps, peaks at ``step == warmup`` and then decays as ``1/sqrt(step)``.
     Steps count from 1.
     """
+    check_positive_ints(d_model=d_model, warmup=warmup)  # 0 ** -0.5 would be a bare ZeroDivisionError
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
