@@ -413,8 +413,9 @@ def test_student_code_that_changes_its_inputs_in_place_is_judged_on_its_result()
     assert tl.checks.check_attention(scale_in_place)
 
 
-def test_a_check_called_under_no_grad_still_compares_gradients():
-    with torch.no_grad():
+@pytest.mark.parametrize("context", [torch.no_grad, torch.inference_mode])
+def test_a_check_called_under_no_grad_still_compares_gradients(context):
+    with context():
         assert tl.checks.check_attention(tl.scaled_dot_product_attention)
         assert tl.checks.check_multi_head_attention(tl.MultiHeadAttention)
 
