@@ -82,5 +82,9 @@ lint: setup
 bench: setup
 	$(PY) -m transformer_lib.bench
 
+.PHONY: experiments
+experiments: setup  ## notebook 10's Table 3 grid; resumable: runs already in results/table3.csv are skipped
+	$(PY) -m transformer_lib.experiments
+
 clean:
 	rm -rf $(VENV) build .pytest_cache

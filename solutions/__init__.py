@@ -69,11 +69,15 @@ EXERCISES = [
     ("08", "1", "my_causal_mask", "a causal mask: the .triu() bug, then the fix", "check_causal_mask"),
     ("08", "2", "my_split_heads", "split_heads: the reshape bug, then the fix", "check_split_heads"),
     ("09", "1", "my_shard_loss", "the loss one data-parallel process backpropagates", "check_shard_loss"),
+    ("10", "1", "my_table3_row", "a Table 3 row of your own and a prediction of its result", "check_table3_row"),
     ("11", "1", "my_gpt_block", "an encoder layer as a GPT block: the causal mask", "check_gpt_block"),
     ("11", "2", "my_mask_tokens", "BERT's 80/10/10 masking recipe", "check_mask_tokens"),
-    ("11", "3", "my_parameter_count", "the parameter count of a decoder-only LM from its config", "check_lm_parameter_count"),
+    ("11", "3", "my_parameter_count", "a GPT's parameter count from its config", "check_lm_parameter_count"),
 ]
-THINK = {"01": ["3"], "03": ["3"], "04": ["4"], "05": ["3"], "06": ["3"], "07": ["3"], "08": ["3"], "09": ["2"], "11": ["4"]}
+THINK = {
+    "01": ["3"], "03": ["3"], "04": ["4"], "05": ["3"], "06": ["3"], "07": ["3"], "08": ["3"], "09": ["2"], "10": ["2"],
+    "11": ["4"],
+}
 
 
 def solution(notebook: str, name: str):

@@ -12,11 +12,15 @@ def my_shard_loss(logits, target, global_tokens, world_size):
 
 ANSWERS = {
     "2": (
-        "float16's range: its smallest normal number is about 6e-5 (subnormals reach 6e-8), while bfloat16 keeps "
-        "float32's 8-bit exponent (down to about 1e-38) and gives up mantissa bits instead. Gradients of a loss "
-        "averaged over many tokens are often smaller than 1e-5 to 1e-8, so in float16 they underflow to zero and "
-        "those weights stop learning. The GradScaler multiplies the loss by a large factor before backward, so the "
-        "gradients land in float16's range, unscales them before the optimizer step, and skips steps whose "
-        "gradients overflowed to inf/NaN (lowering the factor)."
+        "float16's range. It has 5 exponent bits: its smallest normal number is 2^-14, about 6.1e-5, and its "
+        "smallest subnormal 2^-24, about 6e-8; anything smaller rounds to zero. bfloat16 keeps float32's 8 exponent "
+        "bits (smallest normal about 1.2e-38) and gives up mantissa bits instead, so it has float32's range. Many "
+        "gradient values, especially of weights deep in the network and of a loss averaged over many tokens, are "
+        "far below 1e-5: in float16 they lose precision or underflow to zero, and those weights stop learning "
+        "(Micikevicius et al. 2018, 'Mixed Precision Training', plot activation gradients of a detector network, "
+        "a large share of them below float16's range). The GradScaler "
+        "multiplies the loss by a large factor before backward, so the gradients land inside float16's range, "
+        "divides them by the same factor before the optimizer step, and skips a step whose gradients overflowed to "
+        "inf or NaN, lowering the factor."
     ),
 }

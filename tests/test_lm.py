@@ -98,9 +98,7 @@ def test_masked_lm_loss_counts_only_masked_positions():
     logits = torch.randn(2, 6, 9)
     targets = torch.full((2, 6), IGNORE_INDEX)
     targets[0, 1], targets[1, 4] = 3, 7
-    expected = torch.stack(
-        [-logits[0, 1].log_softmax(-1)[3], -logits[1, 4].log_softmax(-1)[7]]
-    ).mean()
+    expected = torch.stack([-logits[0, 1].log_softmax(-1)[3], -logits[1, 4].log_softmax(-1)[7]]).mean()
     torch.testing.assert_close(language_model_loss(logits, targets), expected)
     other = logits.clone()
     other[0, 0] += 100.0  # a position that is not masked

@@ -3,10 +3,9 @@
 Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``.
 """
 
-from . import checks
+from . import checks, lm
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import AttentionCapture, attention_kind, capture_attention
-from . import lm
 from .data import DATE_FORMATS, Batch, CopyTask, DateTask, PythonSourceCorpus, Seq2SeqTask, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
 from .decoder import Decoder, DecoderCache, DecoderLayer
@@ -46,7 +45,7 @@ __version__ = "0.1.0"
 
 # Pictures and widgets load matplotlib and ipywidgets, which model code never needs: import them on first use,
 # so `tl.viz.plot_attention(...)` and `tl.widgets.AttentionExplorer(...)` work without an explicit import.
-_LAZY_SUBMODULES = {"viz", "widgets", "bench"}
+_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments"}
 
 
 def __getattr__(name: str):

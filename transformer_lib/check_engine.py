@@ -201,7 +201,8 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
             "or detached? Training needs gradients to flow back through your code."
         )
     inputs = list(case.inputs.values())
-    parameters = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    named = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    parameters = {name: p for name, p in named.items() if p.requires_grad}  # autograd.grad refuses frozen ones
     weight = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
     grads = _call(
         f"{entry.what} (backward)",
@@ -218,15 +219,18 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
         )
         if problem:
             raise Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
-    frozen = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    frozen = [name for name in named if name not in parameters]
     if frozen:
-        raise Failure(f"no gradient reached {frozen}: they would never train. Hint: is every layer used in forward?")
+        raise Failure(f"{frozen} have requires_grad=False: they would never train. Hint: leave parameters trainable.")
+    unused = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    if unused:
+        raise Failure(f"no gradient reached {unused}: they would never train. Hint: is every layer used in forward?")
 
 
 def judge(name: str, entry: Entry, student) -> CheckResult:
     """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
     try:
-        with torch.enable_grad():
+        with torch.inference_mode(False), torch.enable_grad():  # gradients are compared even if the caller's are off
             message = _examine(entry, student)
     except NotImplementedError:
         return CheckResult(
@@ -259,7 +263,12 @@ def copy_weight(target: nn.Module, student: nn.Module, source: str) -> None:
     if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
         should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
         found = f"weight {describe(weight)}" if module is not None else "nothing"
-        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.")
+        names = (
+            " Hint: name the gain and shift `weight` and `bias`, as nn.LayerNorm does."
+            if weight is None and module is not None and not isinstance(target, nn.Linear)
+            else ""
+        )
+        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.{names}")
     bias = getattr(module, "bias", None)
     with torch.no_grad():
         target.weight.copy_(weight)

@@ -147,9 +147,7 @@ class _EncoderStackLM(nn.Module):
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
         positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
         self.positions = positions(c.d_model, c.max_len, c.dropout)
-        self.blocks = Encoder(
-            c.num_layers, c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, norm_first=c.norm_first
-        )
+        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, norm_first=c.norm_first)
         for p in self.blocks.parameters():  # Xavier-uniform for every projection matrix, as model.Transformer
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
@@ -290,10 +288,14 @@ class LanguageModelTrainer(Trainer):
 
     def _check_batch(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
         if not (isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(t, torch.Tensor) for t in batch)):
-            raise TypeError(f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}")
+            raise TypeError(
+                f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}"
+            )
         inputs, targets = batch
         if inputs.shape != targets.shape or inputs.dim() != 2:
-            raise ValueError(f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}")
+            raise ValueError(
+                f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}"
+            )
         if not (targets != IGNORE_INDEX).any():
             raise ValueError("every target of this batch is IGNORE_INDEX: there is nothing to learn from it")
 

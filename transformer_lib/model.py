@@ -221,10 +221,10 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
 
     ``count_parameters(Transformer(TransformerConfig.paper_base()))`` with a shared 37000-token vocabulary
     gives 63,082,496: embeddings 18,944,000 (37000 x 512, shared by source, target and output projection),
-    encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The paper's Table 3 says 65M.
-    Layers, widths, biases and LayerNorms are as the paper describes, so the gap of about 2M is most likely
-    the vocabulary, which the paper gives only as "about 37000 tokens" (its tensor2tensor code sized the
-    subword vocabulary itself): 2M parameters are about 4,000 more rows of 512.
+    encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The paper's Table 3 says 65M
+    (and 213M for ``paper_big``, where this gives 214.2M). No single vocabulary size fits both counts, and the
+    paper's attention has no biases (36,864 parameters in base here), so its counts cannot be reproduced
+    exactly from its text; notebook 05 shows the arithmetic.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")

@@ -34,6 +34,7 @@ TRAINED_MODEL = ("06_", "07_")
 RUN_ALL_TIMEOUT_MS = 900_000
 REDRAW_TIMEOUT_MS = 30_000
 CONTROLS = ".widget-slider, .widget-dropdown, .widget-checkbox, .widget-text"
+NOT_FOUND = re.compile(r"status of 404|404 \(Not Found\)")  # Chromium's words; a kernel id may contain "404"
 BAD_SOURCES = {"": "empty", "@@@": "knows no"}  # what a student types -> words the message must contain
 
 HOOK_KERNEL = """() => {
@@ -88,7 +89,7 @@ def page(lab, browser):
     page = context.new_page()
     page.not_found = []
     page.on("response", lambda r: page.not_found.append(r.url) if r.status == 404 else None)
-    page.on("console", lambda m: page.not_found.append(m.text) if "404" in m.text else None)
+    page.on("console", lambda m: page.not_found.append(m.text) if NOT_FOUND.search(m.text) else None)
     yield page
     context.close()
 
@@ -182,7 +183,8 @@ def check_notebook(lab, page, notebook: str) -> None:
             action = move(page, control, kind)
             redrew = wait_for_change(page, cell_node, before)
             record["controls_redrew"] += redrew
-            label = control.inner_text().split("\n")[0] or kind
+            lines = control.inner_text().replace("\u200b", "").splitlines()  # an empty label holds a zero-width space
+            label = next((t.strip() for t in lines if t.strip()), control.get_attribute("title") or kind)
             record["moves"].append({"cell": c, "control": label, "action": action, "redrew": redrew})
             if not redrew:
                 not_redrawn.append(f"{label} ({action})")
@@ -191,8 +193,8 @@ def check_notebook(lab, page, notebook: str) -> None:
     shown = [t for t in tracebacks_shown(page) if t not in tracebacks_before]
 
     OUT.mkdir(parents=True, exist_ok=True)
-    first = cells.first if cells.count() else page.locator(".jp-Cell").first
-    first.scroll_into_view_if_needed()
+    shown_cell = cells.last if cells.count() else page.locator(".jp-Cell").first  # the last widget, or the title
+    shown_cell.scroll_into_view_if_needed()
     page.screenshot(path=str(OUT / f"{notebook_id(notebook)}.png"))
     (OUT / f"{notebook_id(notebook)}.json").write_text(json.dumps(record, indent=1))
 
