@@ -565,3 +565,31 @@ class ZeroGainNorm(nn.Module):
 def test_layer_norm_check_names_a_gain_that_does_not_start_at_one():  # it used to pass: the check set them itself
     result = tl.checks.check_layer_norm(ZeroGainNorm)
     assert not result and "gain `weight` starts at 1 and its shift `bias` at 0" in result.message, result.message
+
+
+def test_check_mask_tokens_accepts_a_correct_recipe_that_draws_in_another_order():
+    """Exactly round(rate * n) picks per row, chosen with randperm: correct, and its shares differ from the
+    library's own draw by more than sampling noise around the expectation would allow."""
+
+    def per_row(tokens, mask_id, vocab_size, special_ids, rate, generator):
+        inputs, targets = tokens.clone(), torch.full_like(tokens, -100)
+        allowed = torch.tensor([i for i in range(vocab_size) if i not in special_ids and i != mask_id])
+        for b in range(tokens.size(0)):
+            pos = (~torch.isin(tokens[b], torch.tensor(special_ids))).nonzero()[:, 0]
+            chosen = pos[torch.randperm(len(pos), generator=generator)[: round(rate * len(pos))]]
+            targets[b, chosen] = tokens[b, chosen]
+            action = torch.rand(len(chosen), generator=generator)
+            inputs[b, chosen[action < 0.8]] = mask_id
+            swapped = chosen[(action >= 0.8) & (action < 0.9)]
+            inputs[b, swapped] = allowed[torch.randint(len(allowed), (len(swapped),), generator=generator)]
+        return inputs, targets
+
+    assert tl.checks.check_mask_tokens(per_row)
+
+
+def test_check_lm_parameter_count_accepts_a_numpy_integer():
+    def count(config):
+        with torch.device("meta"):
+            return np.int64(sum(p.numel() for p in tl.DecoderOnlyLM(config).parameters()))
+
+    assert tl.checks.check_lm_parameter_count(count)

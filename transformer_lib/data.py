@@ -414,8 +414,9 @@ class PythonSourceCorpus:
     """Real text that every machine with Python already has: the standard library's own source files.
 
     The ``*.py`` files at the top of the running interpreter's standard library (found through ``sysconfig``)
-    are read as characters and split into train, validation and test **by file**, never by line: a function
-    seen in training cannot reappear, in pieces, in the validation text. Which split a file falls in depends
+    are read as characters and split into train, validation and test **by file**, never by line: the model is
+    never scored on the rest of a file it trained on (different files may still hold similar code, which a
+    split by file cannot rule out). Which split a file falls in depends
     only on its name (a hash), so the split is the same on every machine that has the file.
 
     The vocabulary is the characters seen at least ``min_count`` times in the training files, plus ``<mask>``

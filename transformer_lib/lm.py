@@ -115,7 +115,7 @@ class LMConfig:
 
     @classmethod
     def cpu_char(cls, vocab_size: int, norm_first: bool = True) -> "LMConfig":
-        """A character model that trains on a CPU in about a minute (notebook 11): 3 layers, d_model 128, windows
+        """A character model that trains on a CPU in a few minutes (notebook 11): 3 layers, d_model 128, windows
         of up to 128 characters (learned positions exist only for those)."""
         return cls(
             vocab_size,
