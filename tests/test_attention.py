@@ -1,7 +1,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import copy_mha_from_torch, max_abs_diff
+from helpers import max_abs_diff
 from torch import nn
 
 import transformer_lib as tl
@@ -96,7 +96,7 @@ def pair():
     """Our MultiHeadAttention and nn.MultiheadAttention holding the same weights."""
     theirs = nn.MultiheadAttention(D, H, batch_first=True).eval()
     ours = tl.MultiHeadAttention(D, H).eval()
-    copy_mha_from_torch(ours, theirs)
+    tl.copy_from_torch(ours, theirs)
     return ours, theirs
 
 

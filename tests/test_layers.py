@@ -58,7 +58,7 @@ def test_positional_encoding_differs_along_sequence_and_is_identical_across_batc
 
 
 def test_positional_encoding_values_match_the_paper_formula():
-    pe = tl.sinusoidal_encoding(20, 8)
+    pe = tl.sinusoidal_encoding(8, 20)
     pos, i = 7, 2  # feature pair (4, 5)
     angle = pos / 10000 ** (2 * i / 8)
     assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
@@ -67,7 +67,7 @@ def test_positional_encoding_values_match_the_paper_formula():
 
 def test_positional_encoding_shift_is_a_fixed_rotation_per_frequency_pair():
     d_model, k = 16, 5
-    pe = tl.sinusoidal_encoding(100, d_model)
+    pe = tl.sinusoidal_encoding(d_model, 100)
     for i in range(d_model // 2):
         w = 10000 ** (-2 * i / d_model)
         # sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, for row vectors:
@@ -78,6 +78,6 @@ def test_positional_encoding_shift_is_a_fixed_rotation_per_frequency_pair():
 
 
 def test_positional_encoding_handles_odd_widths_and_names_max_len():
-    assert tl.sinusoidal_encoding(5, 7).shape == (5, 7)
+    assert tl.sinusoidal_encoding(7, 5).shape == (5, 7)  # (max_len, d_model)
     with pytest.raises(ValueError, match="exceed max_len=4"):
         tl.PositionalEncoding(8, max_len=4)(torch.zeros(1, 5, 8))

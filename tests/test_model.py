@@ -1,6 +1,6 @@
 import pytest
 import torch
-from helpers import copy_decoder_layer_from_torch, copy_encoder_layer_from_torch, max_abs_diff
+from helpers import max_abs_diff
 from torch import nn
 
 import transformer_lib as tl
@@ -12,7 +12,7 @@ D, H, FF = 32, 4, 64
 def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
     theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     ours = tl.EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
-    copy_encoder_layer_from_torch(ours, theirs)
+    tl.copy_from_torch(ours, theirs)
     x = torch.randn(3, 6, D)
     pad = torch.zeros(3, 6, dtype=torch.bool)
     pad[1, 4:] = True
@@ -26,7 +26,7 @@ def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
 def test_decoder_layer_equals_nn_transformer_decoder_layer(norm_first):
     theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     ours = tl.DecoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
-    copy_decoder_layer_from_torch(ours, theirs)
+    tl.copy_from_torch(ours, theirs)
     x, memory = torch.randn(3, 5, D), torch.randn(3, 7, D)
     memory_pad = torch.zeros(3, 7, dtype=torch.bool)
     memory_pad[2, 3:] = True
@@ -113,3 +113,39 @@ def test_gradients_reach_every_parameter(model):
     logits.logsumexp(-1).mean().backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_learned_positions_add_one_vector_per_position_and_count_as_parameters():
+    config = tl.TransformerConfig.cpu_tiny(vocab_size=20).replace(max_len=32)
+    sinusoidal, learned = tl.Transformer(config), tl.Transformer(config.replace(positional="learned"))
+    assert tl.count_parameters(sinusoidal)["positions"] == 0  # a buffer, not a parameter
+    assert tl.count_parameters(learned)["positions"] == 32 * 64  # nn.Embedding(max_len, d_model)
+    assert tl.count_parameters(learned)["total"] == tl.count_parameters(sinusoidal)["total"] + 32 * 64
+    positions = learned.positions.eval()
+    out = positions(torch.zeros(3, 5, 64))  # (B, T, d_model): just the position vectors
+    torch.testing.assert_close(out, positions.embedding.weight[:5].expand(3, 5, 64))
+    torch.testing.assert_close(
+        positions(torch.zeros(3, 2, 64), start=4), positions.embedding.weight[4:6].expand(3, 2, 64)
+    )
+
+
+def test_learned_positions_train_and_decode_with_a_cache():
+    config = tl.TransformerConfig.cpu_tiny(vocab_size=20).replace(max_len=16, positional="learned")
+    model = tl.Transformer(config)
+    src, tgt = torch.randint(1, 20, (2, 6)), torch.randint(1, 20, (2, 5))
+    model(src, tgt).sum().backward()
+    assert model.positions.embedding.weight.grad[:5].abs().sum() > 0  # the positions used get gradient
+    assert model.positions.embedding.weight.grad[6:].abs().sum() == 0  # the others do not
+    model.eval()
+    memory, src_mask = model.encode(src), model.source_mask(src)
+    full = model.decode(tgt, memory, src_mask)  # (B, T_tgt, d_model)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(tgt.size(1))]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="exceed max_len=16 of LearnedPositionalEncoding"):
+        model(src, torch.randint(1, 20, (2, 17)))
+
+
+def test_config_refuses_an_unknown_positional_kind():
+    with pytest.raises(ValueError, match="positional='rotary'"):
+        tl.TransformerConfig(10, 10, positional="rotary")

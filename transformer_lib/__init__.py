@@ -10,6 +10,7 @@ from .data import DATE_FORMATS, Batch, CopyTask, DateTask, Seq2SeqTask, Vocab, m
 from .decode import beam_search, exact_match, greedy_decode, sample_decode
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .encoder import Encoder, EncoderLayer
+from .interop import copy_from_torch
 from .layers import (
     LayerNorm,
     PositionalEncoding,

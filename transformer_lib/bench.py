@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .interop import copy_from_torch
 from .runtime import pick_device, seed_everything
 
 __all__ = ["time_call", "compare_attention", "attention_growth", "main"]
@@ -40,14 +41,7 @@ def time_call(fn: Callable[[], object], device: torch.device, repeats: int = 10,
 
 def _paired_modules(d_model: int, num_heads: int, device: torch.device) -> tuple[MultiHeadAttention, nn.Module]:
     theirs = nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device)
-    ours = MultiHeadAttention(d_model, num_heads).to(device)
-    with torch.no_grad():
-        for linear, w, b in zip(
-            (ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3), theirs.in_proj_bias.chunk(3), strict=True
-        ):
-            linear.weight.copy_(w)
-            linear.bias.copy_(b)
-        ours.w_o.load_state_dict(theirs.out_proj.state_dict())
+    ours = copy_from_torch(MultiHeadAttention(d_model, num_heads).to(device), theirs)
     return ours, theirs
 
 

@@ -363,14 +363,14 @@ def _diagnose_mha(reference: MultiHeadAttention, args, mask, out) -> str:
 
 
 def check_positional_encoding(encoding) -> CheckResult:
-    """Either a function ``encoding(max_len, d_model) -> (max_len, d_model)`` table, or a module class
+    """Either a function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a module class
     ``encoding(d_model, max_len)`` whose ``forward(x (B, T, d_model))`` adds the encodings to ``x``."""
 
     def body() -> str:
         d_model, max_len, batch, length = 16, 50, 3, 6
-        expected = sinusoidal_encoding(max_len, d_model)
+        expected = sinusoidal_encoding(d_model=d_model, max_len=max_len)
         if not isinstance(encoding, type):
-            table = _call("your encoding", encoding, max_len, d_model)
+            table = _call("your encoding", encoding, d_model, max_len)
             if not _close(table, expected, atol=1e-4):
                 got = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
                 raise _Failure(

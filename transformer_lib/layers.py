@@ -1,5 +1,5 @@
 """The pieces every Transformer layer is made of: LayerNorm, the feed-forward network, the residual sublayer,
-token embeddings and sinusoidal positional encodings."""
+token embeddings, and positional encodings (the paper's fixed sinusoids, or learned position vectors)."""
 
 import math
 from collections.abc import Callable
@@ -7,12 +7,15 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from ._arguments import check_positive_ints
+
 __all__ = [
     "LayerNorm",
     "PositionwiseFeedForward",
     "ResidualSublayer",
     "TokenEmbedding",
     "PositionalEncoding",
+    "LearnedPositionalEncoding",
     "sinusoidal_encoding",
 ]
 
@@ -105,20 +108,22 @@ class TokenEmbedding(nn.Module):
         return self.embedding(tokens) * self.scale  # (B, T, d_model)
 
 
-def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+def sinusoidal_encoding(d_model: int, max_len: int) -> torch.Tensor:
     """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] = cos(...)``.
 
     Each pair of features ``(2i, 2i+1)`` turns at its own frequency ``w_i = 10000^(-2i/d_model)``, from one
     turn every 2*pi positions down to one every 10000*2*pi; so ``PE[pos + k]`` is ``PE[pos]`` rotated by
     ``k * w_i`` in each pair, a fixed linear map that attention can learn to use for relative positions.
+    The arguments come in the order of :class:`PositionalEncoding`: width first, then length.
     """
+    check_positive_ints(d_model=d_model, max_len=max_len)
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
     frequency = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     angles = position * frequency  # (max_len, ceil(d_model / 2))
     pe = torch.zeros(max_len, d_model)
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])
-    return pe
+    return pe  # (max_len, d_model)
 
 
 class PositionalEncoding(nn.Module):
@@ -132,11 +137,43 @@ class PositionalEncoding(nn.Module):
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model)[None], persistent=False)
+        self.register_buffer("pe", sinusoidal_encoding(d_model, max_len)[None], persistent=False)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``x (B, T, d_model)`` -> ``x + PE[start : start + T]``; ``start`` > 0 when decoding step by step."""
-        length, max_len = x.size(1), self.pe.size(1)
-        if start + length > max_len:
-            raise ValueError(f"positions {start}..{start + length - 1} exceed max_len={max_len} of PositionalEncoding")
-        return self.dropout(x + self.pe[:, start : start + length])  # (B, T, d_model)
+        rows = _position_rows(x, start, self.pe.size(1), self.pe.size(2), type(self).__name__)
+        return self.dropout(x + self.pe[:, rows])  # (B, T, d_model)
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """Add a learned vector per position along the sequence axis, then dropout: ``nn.Embedding(max_len, d_model)``.
+
+    The paper's alternative to sinusoids (§3.5, Table 3 row E: "nearly identical results"). Same interface as
+    :class:`PositionalEncoding`, so :class:`transformer_lib.model.Transformer` swaps one for the other
+    (``TransformerConfig(positional="learned")``). The vectors start as Gaussian noise with the sinusoids'
+    root-mean-square ``1/sqrt(2)``, so at the start the two differ in what the vectors say, not in their size.
+    Positions beyond ``max_len`` have no vector: unlike sinusoids, learned positions cannot extrapolate.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+        super().__init__()
+        check_positive_ints(d_model=d_model, max_len=max_len)
+        self.embedding = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.embedding.weight, std=2**-0.5)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``x (B, T, d_model)`` -> ``x + P[start : start + T]``, the rows of the learned table ``P``."""
+        max_len, d_model = self.embedding.weight.shape
+        rows = _position_rows(x, start, max_len, d_model, type(self).__name__)
+        return self.dropout(x + self.embedding.weight[rows][None])  # (B, T, d_model)
+
+
+def _position_rows(x: torch.Tensor, start: int, max_len: int, d_model: int, owner: str) -> slice:
+    """The table rows ``start : start + T`` for ``x (B, T, d_model)``, after checking that they exist."""
+    if x.dim() != 3 or x.size(-1) != d_model:
+        raise ValueError(f"{owner} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
+    length = x.size(1)
+    if start < 0 or start + length > max_len:
+        raise ValueError(f"positions {start}..{start + length - 1} exceed max_len={max_len} of {owner}")
+    return slice(start, start + length)

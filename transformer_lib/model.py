@@ -6,12 +6,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ._arguments import check_positive_ints, check_probability
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
-from .layers import PositionalEncoding, TokenEmbedding
+from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
 
 __all__ = ["TransformerConfig", "Transformer", "count_parameters"]
+
+POSITIONAL_KINDS = ("sinusoidal", "learned")
 
 
 @dataclass(frozen=True)
@@ -20,7 +23,10 @@ class TransformerConfig:
 
     With ``share_embeddings=True`` (the paper's choice for its shared source/target BPE vocabulary) the source
     embedding, the target embedding and the output projection are one matrix, and the two vocabularies must be
-    the same size.
+    the same size. ``positional`` picks how positions enter: ``"sinusoidal"`` (the paper's fixed table) or
+    ``"learned"`` (an ``nn.Embedding(max_len, d_model)``, ``max_len * d_model`` more parameters; Table 3 row E).
+    ``pad_id`` is the padding token of both vocabularies, so ``0 <= pad_id < min(src_vocab_size, tgt_vocab_size)``.
+    Every field is checked when the config is made, and an error names the field and its value.
     """
 
     src_vocab_size: int
@@ -36,8 +42,31 @@ class TransformerConfig:
     share_embeddings: bool = True
     max_len: int = 5000
     pad_id: int = 0
+    positional: str = "sinusoidal"
 
     def __post_init__(self):
+        check_positive_ints(
+            src_vocab_size=self.src_vocab_size,
+            tgt_vocab_size=self.tgt_vocab_size,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            num_layers=self.num_layers,
+            max_len=self.max_len,
+        )
+        check_probability(
+            dropout=self.dropout, attention_dropout=self.attention_dropout, label_smoothing=self.label_smoothing
+        )
+        if not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool):
+            raise TypeError(f"pad_id must be an int, got {self.pad_id!r} of type {type(self.pad_id).__name__}")
+        smallest_vocab = min(self.src_vocab_size, self.tgt_vocab_size)
+        if not 0 <= self.pad_id < smallest_vocab:
+            raise ValueError(
+                f"pad_id={self.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} "
+                f"(src_vocab_size={self.src_vocab_size}, tgt_vocab_size={self.tgt_vocab_size})"
+            )
+        if self.positional not in POSITIONAL_KINDS:
+            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={self.positional!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
@@ -95,7 +124,8 @@ class Transformer(nn.Module):
         c = config
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
-        self.positions = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
+        self.positions = positions(c.d_model, max_len=c.max_len, dropout=c.dropout)
         layer_options = dict(dropout=c.dropout, attention_dropout=c.attention_dropout, norm_first=c.norm_first)
         self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **layer_options)
         self.decoder = Decoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **layer_options)
@@ -105,7 +135,8 @@ class Transformer(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """Xavier-uniform for every projection matrix, as in the reference implementations."""
+        """Xavier-uniform for every projection matrix, as in the reference implementations; the embedding tables
+        (tokens, and learned positions: ``positions.embedding``) keep their own initialisation."""
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)

@@ -247,7 +247,7 @@ class PositionalEncodingExplorer(FigureWidget):
             self.controls["d_model"].value,
             min(self.controls["pair"].value, self.controls["d_model"].value // 2 - 1),
         )
-        pe = sinusoidal_encoding(self.max_len, d_model).numpy()  # (max_len, d_model)
+        pe = sinusoidal_encoding(d_model, self.max_len).numpy()  # (max_len, d_model)
         wavelength = 2 * math.pi * 10000 ** (2 * pair / d_model)
         self.state = {"d_model": d_model, "pair": pair, "wavelength": wavelength, "pe": pe}
         fig, (heat, curves) = plt.subplots(1, 2, figsize=(10, 2.8))

@@ -1,0 +1,82 @@
+"""``tl.copy_from_torch``: after the copy, our modules compute exactly what PyTorch's compute."""
+
+import pytest
+import torch
+from helpers import max_abs_diff
+from torch import nn
+
+import transformer_lib as tl
+
+B, T, T_SRC, D_MODEL, HEADS, D_FF = 3, 5, 7, 16, 4, 32
+
+
+def _padding_masks() -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sequence padding of the source: ours ``(B, 1, 1, T_src)`` True = may attend, PyTorch's ``(B, T_src)``
+    True = blocked."""
+    lengths = torch.tensor([T_SRC, 4, 2])
+    keep = torch.arange(T_SRC)[None, :] < lengths[:, None]  # (B, T_src)
+    return keep[:, None, None, :], ~keep
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_multi_head_attention_equals_pytorch_after_copy(bias):
+    theirs = nn.MultiheadAttention(D_MODEL, HEADS, bias=bias, batch_first=True).eval()
+    ours = tl.copy_from_torch(tl.MultiHeadAttention(D_MODEL, HEADS, bias=bias), theirs).eval()
+    q, kv = torch.randn(B, T, D_MODEL), torch.randn(B, T_SRC, D_MODEL)
+    ours_mask, theirs_mask = _padding_masks()
+    expected = theirs(q, kv, kv, key_padding_mask=theirs_mask)[0]
+    assert max_abs_diff(ours(q, kv, kv, ours_mask)[0], expected) < 1e-5
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_equals_pytorch_after_copy(norm_first):
+    theirs = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = tl.EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first)
+    assert tl.copy_from_torch(ours, theirs) is ours
+    x = torch.randn(B, T_SRC, D_MODEL)
+    ours_mask, theirs_mask = _padding_masks()
+    expected = theirs.eval()(x, src_key_padding_mask=theirs_mask)
+    assert max_abs_diff(ours.eval()(x, ours_mask), expected) < 1e-5
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_equals_pytorch_after_copy(norm_first):
+    theirs = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = tl.copy_from_torch(tl.DecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first), theirs)
+    x, memory = torch.randn(B, T, D_MODEL), torch.randn(B, T_SRC, D_MODEL)
+    ours_mask, theirs_mask = _padding_masks()
+    blocked = nn.Transformer.generate_square_subsequent_mask(T).isinf()  # (T, T), True = blocked
+    expected = theirs.eval()(x, memory, tgt_mask=blocked, memory_key_padding_mask=theirs_mask)
+    got = ours.eval()(x, memory, tl.causal_mask(T), ours_mask)
+    assert max_abs_diff(got, expected) < 1e-5
+
+
+@pytest.mark.parametrize(
+    "ours, theirs, named",
+    [
+        (
+            tl.EncoderLayer(D_MODEL, HEADS, D_FF),
+            nn.MultiheadAttention(D_MODEL, HEADS),
+            "EncoderLayer <- MultiheadAttention",
+        ),
+        (tl.MultiHeadAttention(D_MODEL, HEADS), nn.MultiheadAttention(D_MODEL, 2), "num_heads differ"),
+        (tl.MultiHeadAttention(D_MODEL, HEADS), nn.MultiheadAttention(8, HEADS), "shapes differ"),
+        (tl.MultiHeadAttention(D_MODEL, HEADS, bias=False), nn.MultiheadAttention(D_MODEL, HEADS), "bias"),
+        (
+            tl.EncoderLayer(D_MODEL, HEADS, D_FF),
+            nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, norm_first=True),
+            "norm_first differs",
+        ),
+        (tl.EncoderLayer(D_MODEL, HEADS, D_FF), nn.TransformerEncoderLayer(D_MODEL, HEADS, 8), "linear1.weight"),
+        (
+            tl.DecoderLayer(D_MODEL, HEADS, D_FF),
+            nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, activation="gelu"),
+            "ReLU",
+        ),
+    ],
+)
+def test_other_pairs_and_mismatched_sizes_raise_type_error_and_copy_nothing(ours, theirs, named):
+    before = {name: p.clone() for name, p in ours.state_dict().items()}
+    with pytest.raises(TypeError, match=named):
+        tl.copy_from_torch(ours, theirs)
+    assert all(torch.equal(before[name], p) for name, p in ours.state_dict().items())

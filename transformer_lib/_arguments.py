@@ -1,0 +1,21 @@
+"""Argument checks shared by the library's constructors: one wording for every "expected X, got Y" error."""
+
+__all__ = ["check_positive_ints", "check_probability"]
+
+
+def check_positive_ints(**values: object) -> None:
+    """Raise a TypeError (not an int) or ValueError (below 1) naming the first argument that is not a positive int."""
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {name}={value}")
+
+
+def check_probability(**values: object) -> None:
+    """Raise a TypeError/ValueError naming the first argument that is not a number in [0, 1)."""
+    for name, value in values.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"{name} must be a float in [0, 1), got {value!r} of type {type(value).__name__}")
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"{name} must lie in [0, 1), got {name}={value}")
