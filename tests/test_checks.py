@@ -60,7 +60,7 @@ def test_notebook_variant_is_judged_right(kind, check, name):
         assert "Hint" in result.message or "hint" in result.message.lower()
 
 
-REFERENCES = {
+REFERENCES = {  # the library's own functions and modules, in the forms the checks accept
     "check_attention": tl.scaled_dot_product_attention,
     "check_split_heads": tl.split_heads,
     "check_combine_heads": tl.combine_heads,
@@ -72,28 +72,18 @@ REFERENCES = {
     "check_feed_forward": tl.PositionwiseFeedForward,
     "check_noam_lr": tl.noam_lr,
     "check_temperature_softmax": lambda logits, t: (logits / t).softmax(-1),
-    "check_shard_loss": lambda logits, target, global_tokens, world_size: F.cross_entropy(
-        logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum"
-    )
-    * world_size
-    / global_tokens,
 }
 
 
 @pytest.mark.parametrize("check", sorted(REFERENCES))
-def test_library_reference_passes_and_a_stub_is_not_implemented(check):
+def test_the_library_itself_passes(check):
     assert getattr(tl.checks, check)(REFERENCES[check])
 
-    def stub(*args, **kwargs):
-        raise NotImplementedError
 
-    result = getattr(tl.checks, check)(stub)
-    assert not result and "not implemented yet" in result.message
-
-
-def test_positional_encoding_table_form():
-    assert tl.checks.check_positional_encoding(tl.sinusoidal_encoding)
-    assert not tl.checks.check_positional_encoding(lambda n, d: tl.sinusoidal_encoding(n, d).flip(1))
+def test_positional_encoding_table_form_takes_d_model_first():
+    assert tl.checks.check_positional_encoding(lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n))
+    flipped = tl.checks.check_positional_encoding(lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n).flip(1))
+    assert not flipped and "Hint" in flipped.message
 
 
 def test_cached_causal_mask_check():
@@ -163,3 +153,191 @@ class FeedForwardNoRelu(nn.Module):
 def test_layer_norm_and_feed_forward_mistakes_are_named():
     assert "unbiased variance" in tl.checks.check_layer_norm(LayerNormUnbiased).message
     assert "without the ReLU" in tl.checks.check_feed_forward(FeedForwardNoRelu).message
+
+
+# --- the mistakes the old checks missed ----------------------------------------------------------------
+
+
+def one_mask_for_the_batch(q, k, v, mask=None):
+    return tl.scaled_dot_product_attention(q, k, v, None if mask is None else mask[:1])
+
+
+class BiasFreeMHA(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.mha = tl.MultiHeadAttention(d_model, num_heads, bias=False)
+        self.w_q, self.w_k, self.w_v, self.w_o = self.mha.w_q, self.mha.w_k, self.mha.w_v, self.mha.w_o
+
+    def forward(self, query, key, value, mask=None):
+        return self.mha(query, key, value, mask)
+
+
+class HalfBiasedMHA(BiasFreeMHA):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.w_o = self.mha.w_o = nn.Linear(d_model, d_model)  # the only projection with a bias
+
+
+class NarrowMHA(BiasFreeMHA):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.w_q = self.mha.w_q = nn.Linear(d_model, d_model // 2, bias=False)
+        self.extra = nn.Linear(d_model // 2, 1, bias=False)
+
+
+def test_attention_checks_see_per_sequence_masks_and_the_opposite_polarity():
+    result = tl.checks.check_attention(one_mask_for_the_batch)
+    assert not result and "first sequence's mask" in result.message
+    opposite = tl.checks.check_attention(lambda q, k, v, mask=None: tl.scaled_dot_product_attention(
+        q, k, v, None if mask is None else ~mask))
+    assert not opposite and "opposite polarity" in opposite.message
+
+
+def test_multi_head_attention_accepts_bias_free_projections_and_names_parameter_problems():
+    assert tl.checks.check_multi_head_attention(BiasFreeMHA)
+    assert "only ['w_o'] have a bias" in tl.checks.check_multi_head_attention(HalfBiasedMHA).message
+    assert "w_q maps 16 -> 8 features" in tl.checks.check_multi_head_attention(NarrowMHA).message
+
+
+class TablePlainAttribute(nn.Module):
+    def __init__(self, d_model, max_len):
+        super().__init__()
+        self.pe = tl.sinusoidal_encoding(d_model=d_model, max_len=max_len)[None]
+
+    def forward(self, x):
+        return x + self.pe[:, : x.size(1)]
+
+
+def test_positional_encoding_module_must_keep_its_table_in_a_buffer():
+    result = tl.checks.check_positional_encoding(TablePlainAttribute)
+    assert not result and "plain attribute" in result.message and "register_buffer" in result.message
+
+
+class EncoderLayerNoAttentionResidual(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.self_attn, self.feed_forward = tl.MultiHeadAttention(d_model, num_heads), tl.PositionwiseFeedForward(
+            d_model, d_ff)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        x = self.norm1(self.self_attn(x, x, x, mask)[0])  # no `x +`
+        return self.norm2(x + self.feed_forward(x))
+
+
+class DecoderLayerCrossWithTargetMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layer = tl.DecoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+        self.self_attn, self.cross_attn = self.layer.self_attn, self.layer.cross_attn
+        self.feed_forward = self.layer.feed_forward
+        self.norm1, self.norm2, self.norm3 = (getattr(self.layer, n).norm for n in
+                                              ("residual_self", "residual_cross", "residual_ff"))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        return self.layer(x, memory, tgt_mask, tgt_mask)  # the target's mask in cross-attention
+
+
+def test_layer_checks_name_missing_residuals_and_wrong_cross_attention_masks():
+    assert "residual connection around the attention" in tl.checks.check_encoder_layer(
+        EncoderLayerNoAttentionResidual).message
+    result = tl.checks.check_decoder_layer(DecoderLayerCrossWithTargetMask)
+    assert "cross-attention got the wrong mask" in result.message
+
+
+def tiny_config():
+    return tl.TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, num_heads=2, d_ff=32, num_layers=1)
+
+
+class NoCausalMask(nn.Module):
+    """A model whose decoder runs without its causal mask (or with it, ``causal=True``)."""
+
+    def __init__(self, causal: bool):
+        super().__init__()
+        self.causal, self.model = causal, tl.Transformer(tiny_config())
+
+    def forward(self, src, tgt):
+        return self.model(src, tgt, tgt_mask=None if self.causal else tl.padding_mask(tgt, 0))
+
+
+def test_causal_decoder_and_shifted_targets_checks():
+    model = tl.Transformer(tiny_config())
+    assert tl.checks.check_causal_decoder(model) and model.training  # the check restores train mode
+    result = tl.checks.check_causal_decoder(NoCausalMask(causal=False))
+    assert not result and "sees the future" in result.message
+    assert tl.checks.check_shifted_targets(lambda tgt: (tgt[:, :-1], tgt[:, 1:]))
+    unshifted = tl.checks.check_shifted_targets(lambda tgt: (tgt, tgt))
+    assert not unshifted and "not shifted" in unshifted.message
+
+
+# --- robustness: student code can never make a check raise ---------------------------------------------
+
+
+def _broken_functions(reference):
+    def raises(*args, **kwargs):
+        raise ValueError("a bug in the student's code")
+
+    def no_grad(*args, **kwargs):
+        with torch.no_grad():
+            return reference(*args, **kwargs)
+
+    return {"raises": raises, "None": lambda *a, **k: None, "wrong shape": lambda *a, **k: torch.zeros(1),
+            "no_grad": no_grad}
+
+
+def _broken_classes(reference: type):
+    def forward_with(body):
+        return type(f"Broken{reference.__name__}", (reference,), {"forward": body})
+
+    def no_grad(self, *args, **kwargs):
+        with torch.no_grad():
+            return reference.forward(self, *args, **kwargs)
+
+    def raises(self, *args, **kwargs):
+        raise ValueError("a bug in the student's code")
+
+    class NotAModule:
+        def __init__(self, *args, **kwargs):
+            pass
+
+    return {"raises": forward_with(raises), "None": forward_with(lambda self, *a, **k: None),
+            "wrong shape": forward_with(lambda self, *a, **k: torch.zeros(1)), "no_grad": forward_with(no_grad),
+            "not an nn.Module": NotAModule}
+
+
+def _robustness_cases():
+    import solutions
+
+    cases = []
+    for notebook, _, name, _, check in solutions.EXERCISES:
+        solution = solutions.solution(notebook, name)
+        broken = _broken_classes(solution) if isinstance(solution, type) else _broken_functions(solution)
+        options = {"with_cache": True} if "with_cache" in check else {}
+        cases += [(check.split("(")[0], options, kind, code) for kind, code in broken.items()]
+    cases += [("check_causal_decoder", {}, kind, cls(True)) for kind, cls in _broken_classes(NoCausalMask).items()
+              if kind != "not an nn.Module"] + [("check_causal_decoder", {}, "not an nn.Module", object())]
+    cases += [("check_shifted_targets", {}, kind, code)
+              for kind, code in _broken_functions(lambda tgt: (tgt[:, :-1], tgt[:, 1:])).items()]
+    return cases
+
+
+ROBUSTNESS = _robustness_cases()
+
+
+def test_robustness_covers_every_check():
+    assert {check for check, *_ in ROBUSTNESS} == {name for name in tl.checks.__all__ if name.startswith("check_")}
+
+
+@pytest.mark.parametrize(("check", "options", "kind", "code"), ROBUSTNESS,
+                         ids=[f"{c}-{k}" for c, _, k, _ in ROBUSTNESS])
+def test_student_code_never_makes_a_check_raise(check, options, kind, code):
+    result = getattr(tl.checks, check)(code, **options)
+    assert isinstance(result, tl.checks.CheckResult) and result.message
+    if kind == "None":
+        assert not result and "None" in result.message, result.message
+    elif kind == "no_grad":  # checks that compare gradients say so; the others may pass (a mask needs no gradient)
+        assert result or "gradient" in result.message, result.message
+    else:
+        assert not result, result.message
+    if kind == "not an nn.Module" and check != "check_causal_decoder":
+        assert "nn.Module" in result.message

@@ -1,37 +1,49 @@
-"""Self-checks for the exercises and the debugging notebook.
+"""Self-checks for the exercises and the debugging notebook: one engine, and one declarative entry per check.
 
-Each ``check_*`` takes a student's function or class, runs it against the library on random inputs of several
-shapes (with and without masks) and against properties that any correct version has, and returns a
-:class:`CheckResult` that prints as one friendly paragraph: what passed, or the first thing that is wrong and a
-hint. It never raises: an exception inside the student's code is reported, not shown as a traceback. A stub
-that raises ``NotImplementedError`` is "not implemented yet", so notebooks stay runnable.
+An :class:`Entry` says what a check compares: the reference, the inputs it draws (:class:`Case`: several
+shapes, causal masks and masks that differ per sequence, with and without gradients) and the known mistakes
+(:class:`Mistake`: a wrong version of the code and the hint it earns). The engine, :func:`_judge`, runs every
+call into student code inside its guard, compares outputs and gradients with the reference, and names the first
+discrepancy and the mistake that explains it. Every check is a row of :data:`CHECKS`.
+
+A check returns a :class:`CheckResult` that prints as one friendly paragraph, and never raises: an error in
+the student's code is reported, a stub that raises ``NotImplementedError`` is "not implemented yet".
 """
 
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
-from .layers import PositionwiseFeedForward, sinusoidal_encoding
+from .decoder import DecoderLayer
+from .encoder import EncoderLayer
+from .layers import LayerNorm, PositionalEncoding, PositionwiseFeedForward, sinusoidal_encoding
 from .masks import causal_mask
 from .train import noam_lr, smoothed_targets
 
 __all__ = [
     "CheckResult",
+    "CHECKS",
     "check_attention",
     "check_split_heads",
     "check_combine_heads",
     "check_multi_head_attention",
     "check_positional_encoding",
     "check_layer_norm",
-    "check_causal_mask",
-    "check_label_smoothing",
     "check_feed_forward",
+    "check_encoder_layer",
+    "check_decoder_layer",
+    "check_cross_attention",
+    "check_causal_mask",
+    "check_causal_decoder",
+    "check_shifted_targets",
+    "check_label_smoothing",
     "check_noam_lr",
     "check_temperature_softmax",
     "check_shard_loss",
@@ -53,29 +65,65 @@ class CheckResult:
         return self.message
 
 
+@dataclass
+class Case:
+    """One set of inputs: ``args`` for the student's code, ``about`` for messages, ``build`` = (args, kwargs)
+    of the student's class, and ``inputs``: named tensors whose gradients are compared too."""
+
+    args: tuple
+    about: str
+    build: tuple = ((), {})
+    inputs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Mistake:
+    """A typical wrong version of the code (called like the reference; a module check passes the reference
+    module, holding the student's weights, first) and the hint it earns when it explains the output."""
+
+    hint: str
+    version: Callable
+
+
+@dataclass
+class Entry:
+    """One check: ``reference`` is the right function, or, when ``builds``, a factory ``(student module,
+    *build args, **build kwargs) -> reference module`` holding the student's weights."""
+
+    what: str  # "your attention": how messages name the student's code
+    reference: Callable
+    cases: Callable[[], list[Case]]
+    mistakes: list[Mistake]
+    hint: str  # when no known mistake explains the difference
+    success: str
+    builds: bool = False
+    pick: Callable | None = None  # result, case -> {part name: value}; parts absent from a student's result are skipped
+    run: Callable | None = None  # (code, case) -> result; default ``code(*case.args)``
+    atol: float = 1e-4
+    rtol: float = 1e-5
+
+
 class _Failure(Exception):
     """Raised inside a check to stop at the first problem, with the message to show."""
 
 
-def _close(a: object, b: torch.Tensor, atol: float = 1e-5) -> bool:
-    return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=atol)
+# --- the engine ------------------------------------------------------------------------------------------
 
 
 def _call(what: str, fn: Callable, *args, **kwargs):
-    """Run student code; turn its exceptions into a friendly failure."""
-    with warnings.catch_warnings(record=True) as caught:
+    """Run student code; turn its exceptions and an implicit softmax axis into a friendly failure."""
+    with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
         warnings.simplefilter("always")
         try:
             result = fn(*args, **kwargs)
         except NotImplementedError:
             raise
-        except Exception as exc:  # noqa: BLE001 -- any error in student code becomes a message
+        except Exception as exc:  # any error in student code becomes a message
             raise _Failure(f"{what} raised {type(exc).__name__}: {exc}. {_hint_for_exception(exc)}") from None
-    implicit = [w for w in caught if "Implicit dimension choice for softmax" in str(w.message)]
-    if implicit:
+    if any("Implicit dimension choice for softmax" in str(w.message) for w in caught):
         raise _Failure(
-            f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it "
-            "picks dim=1, the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
+            f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks dim=1, "
+            "the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
         )
     return result
 
@@ -87,350 +135,1074 @@ def _hint_for_exception(exc: Exception) -> str:
     if "cannot assign module before Module.__init__" in text or "has no attribute '_modules'" in text:
         return "Hint: the first line of `__init__` must be `super().__init__()`."
     if "shape" in text or "size" in text or "dimension" in text:
-        return "Hint: print the shapes of q, k, v and of each intermediate tensor; compare with the shape comments."
+        return "Hint: print the shapes of the inputs and of each intermediate tensor; compare with the shape comments."
     return "Hint: run it by hand on a small input and read the error's last line."
 
 
-def _run(name: str, body: Callable[[], str]) -> CheckResult:
+def _describe(value) -> str:
+    if value is None:
+        return "None"
+    return tuple(value.shape).__str__() if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
+    """The first difference between two results' parts (parts missing from ``got`` are skipped), or None."""
+    for part, want in expected.items():
+        if part not in got:
+            continue
+        have = got[part]
+        if have is None:
+            return f"your {part} is None (a missing `return`?)."
+        if not isinstance(have, torch.Tensor):
+            return f"your {part} should be a tensor {tuple(want.shape)}, got {type(have).__name__}."
+        if have.shape != want.shape:
+            return f"your {part} has shape {tuple(have.shape)}, expected {tuple(want.shape)}."
+        if (have.dtype == torch.bool) != (want.dtype == torch.bool):
+            return f"your {part} has dtype {have.dtype}, expected {want.dtype}."
+        have, want = have.detach().double(), want.detach().double()
+        if torch.allclose(have, want, atol=atol, rtol=rtol, equal_nan=True):
+            continue
+        where = ~torch.isclose(have, want, atol=atol, rtol=rtol, equal_nan=True)
+        index = tuple(torch.nonzero(where)[0].tolist())
+        if have.isnan().any() and not want.isnan().any():
+            return f"your {part} contains NaN (first at index {index}) where the reference has numbers."
+        return f"your {part} differs at index {index}: expected {want[index].item():.4g}, got {have[index].item():.4g}."
+    return None
+
+
+def _zero_nan(result: dict) -> dict:
+    """NaN as 0: a fully masked row is NaN in one way of writing a bug and 0 in another; both are the same bug."""
+    return {k: v.nan_to_num(0.0) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+            for k, v in result.items()}
+
+
+def _output_and_weights(result, case=None) -> dict:
+    """``output`` or ``(output, weights)``: the forms attention code may return."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return {"output": result[0], "weights": result[1]} if result[1] is not None else {"output": result[0]}
+    return {"output": result}
+
+
+def _prepare(entry: Entry, student, case: Case):
+    """(the student's callable, the reference's, the reference bound for mistakes); builds classes."""
+    if not entry.builds:
+        return student, entry.reference, None
+    if not (isinstance(student, type) and issubclass(student, nn.Module)):
+        if isinstance(student, nn.Module):
+            raise _Failure(f"pass the class itself, not an instance: `{type(student).__name__}`, without `(...)`.")
+        raise _Failure(f"expected a class that subclasses nn.Module, got {_describe(student)} {student!r:.60}.")
+    args, kwargs = case.build
+    shown = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
+    module = _call(f"{student.__name__}({shown})", student, *args, **kwargs)
+    _call(f"{student.__name__}.eval()", module.eval)
+    reference = entry.reference(module, *args, **kwargs).eval()
+    return module, reference, reference
+
+
+def _examine(entry: Entry, student) -> str:
+    pick = entry.pick or _output_and_weights
+    run = entry.run or (lambda code, case: code(*case.args))
+    for case in entry.cases():
+        subject, reference, bound = _prepare(entry, student, case)
+        guarded = partial(_call, entry.what, subject)
+        got, expected = pick(run(guarded, case), case), pick(run(reference, case), case)
+        problem = _differs(got, expected, entry.atol, entry.rtol)
+        if problem:
+            for mistake in entry.mistakes:
+                version = partial(mistake.version, bound) if entry.builds else mistake.version
+                try:
+                    wrong = pick(run(version, case), case)
+                except Exception:  # a mistake that cannot run on these inputs explains nothing
+                    continue
+                if _differs(_zero_nan(got), _zero_nan(wrong), entry.atol, entry.rtol) is None:
+                    raise _Failure(f"{case.about}: {mistake.hint}")
+            raise _Failure(f"{case.about}: {problem} {entry.hint}")
+        if case.inputs:
+            _compare_gradients(entry, subject, case, next(iter(got.values())), next(iter(expected.values())))
+    return entry.success
+
+
+def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, expected: torch.Tensor) -> None:
+    if not got.requires_grad:
+        raise _Failure(
+            f"{case.about}: your output carries no gradient: was it computed under `torch.no_grad()`, or "
+            "detached? Training needs gradients to flow back through your code."
+        )
+    names, inputs = list(case.inputs), list(case.inputs.values())
+    parameters = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    weight = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    grads = _call(
+        f"{entry.what} (backward)",
+        torch.autograd.grad,
+        (got * weight).sum(),
+        inputs + list(parameters.values()),
+        allow_unused=True,
+    )
+    wanted = torch.autograd.grad((expected * weight).sum(), inputs, allow_unused=True)
+    for name, have, want in zip(names, grads, wanted, strict=False):
+        problem = _differs(
+            {f"gradient for {name}": have if have is not None else torch.zeros_like(want)},
+            {f"gradient for {name}": want},
+            entry.atol,
+            entry.rtol,
+        )
+        if problem:
+            raise _Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
+    frozen = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    if frozen:
+        raise _Failure(f"no gradient reached {frozen}: they would never train. Hint: is every layer used in forward?")
+
+
+def _judge(entry: str, student) -> CheckResult:
+    """Run ``CHECKS[entry]`` on the student's code; the result is always a message, never an error."""
+    name = entry.removesuffix("_module").removesuffix("_cached")  # the check's public name
     try:
-        passed = body()
+        with torch.enable_grad():
+            message = _examine(CHECKS[entry], student)
     except NotImplementedError:
         return CheckResult(
             name,
             False,
-            f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` with "
-            "your code and run this cell again.",
+            f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
+            "with your code and run this cell again.",
         )
     except _Failure as failure:
         return CheckResult(name, False, f"❌ {name}: {failure}")
-    return CheckResult(name, True, f"✅ {name}: {passed}")
+    except Exception as exc:  # the student's result broke the comparison itself (an odd type, say)
+        return CheckResult(
+            name,
+            False,
+            f"❌ {name}: could not judge your code's result ({type(exc).__name__}: "
+            f"{exc}). Hint: return what the exercise asks for, with its shape.",
+        )
+    return CheckResult(name, True, f"✅ {name}: {message} Well done!")
 
 
-def _output_and_weights(result):
-    if isinstance(result, tuple) and len(result) == 2:
-        return result
-    return result, None
+# --- inputs ---------------------------------------------------------------------------------------------
 
 
-# --- scaled dot-product attention --------------------------------------------------------------------
+def _gen() -> torch.Generator:
+    return torch.Generator().manual_seed(0)
+
+
+def _randn(gen, *shape, grad=False) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen).requires_grad_(grad)
+
+
+def _padded(lengths: list[int], size: int, dims: int = 4) -> torch.Tensor:
+    """A padding mask that differs per sequence: ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``), True = may attend."""
+    keep = torch.arange(size)[None, :] < torch.tensor(lengths)[:, None]  # (B, T_k)
+    return keep.view(len(lengths), *[1] * (dims - 2), size)
+
+
+def _attention_cases() -> list[Case]:
+    gen = _gen()
+    q, k, v = _randn(gen, 2, 3, 4), _randn(gen, 2, 5, 4), _randn(gen, 2, 5, 6)
+    q4, k4, v4 = (_randn(gen, 3, 2, 4, 8, grad=True) for _ in range(3))
+    x = _randn(gen, 2, 5, 4)
+    return [
+        Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
+        Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8), no mask", inputs={"q": q4, "k": k4, "v": v4}),
+        Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
+        Case((q, k, v, _padded([3, 5], 5, dims=3)), "with a padding mask (2, 1, 5) that differs per sequence"),
+        Case(
+            (q4, k4, v4, _padded([2, 4, 1], 4)),
+            "with a padding mask (3, 1, 1, 4) that differs per sequence",
+            inputs={"q": q4, "k": k4, "v": v4},
+        ),
+    ]
+
+
+def _module_cases(build: tuple) -> list[Case]:
+    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for a module of width 16."""
+    gen = _gen()
+    x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
+    return [
+        Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
+        Case((x, x, x, causal_mask(5)), "causal self-attention", build),
+        Case((x, x, x, _padded([3, 5, 1], 5)), "self-attention with a padding mask that differs per sequence", build),
+        Case(
+            (x, memory, memory, _padded([4, 7, 2], 7)),
+            "cross-attention to memory (3, 7, 16) with a per-sequence padding mask",
+            build,
+            {"x": x, "memory": memory},
+        ),
+    ]
+
+
+# --- known mistakes, written once and shared by the checks that can make them --------------------------
+
+
+def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m) -> torch.Tensor:
+    """Attention with one knob per classic bug; the defaults are right."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q))  # (..., T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~keep(mask), fill)
+    return scores.softmax(dim) @ v  # (..., T_q, d_v)
+
+
+_ATTENTION_BUGS = [  # (hint, the knob of _attend that makes the bug)
+    (
+        "you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`.",
+        {"scale": lambda q: 1.0},
+    ),
+    (
+        "you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
+        {"scale": lambda q: q.size(-1)},
+    ),
+    (
+        "softmax ran over the queries (dim=-2), so the columns sum to 1, not the rows. Hint: "
+        "`scores.softmax(dim=-1)`, over the keys.",
+        {"dim": -2},
+    ),
+    (
+        "the mask changed nothing. Hint: `masked_fill` returns a new tensor: write "
+        "`scores = scores.masked_fill(~mask, float('-inf'))`, and check that you used the mask at all.",
+        {"keep": torch.ones_like},
+    ),
+    (
+        "the mask has the opposite polarity: you blocked where it is True. In this course True means 'may attend' "
+        "(as in F.scaled_dot_product_attention; nn.MultiheadAttention uses True = blocked). Hint: "
+        "`scores.masked_fill(~mask, float('-inf'))`.",
+        {"keep": lambda m: ~m},
+    ),
+    (
+        "masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with float('-inf') so "
+        "softmax gives exactly 0.",
+        {"fill": 0.0},
+    ),
+    (
+        "every sequence got the first sequence's mask. Each row of a batch is padded differently: keep the mask's "
+        "batch axis, (B, 1, 1, T_k), and let it broadcast over heads and queries.",
+        {"keep": lambda m: m[:1].expand_as(m)},
+    ),
+]
+
+
+def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, **knobs) -> torch.Tensor:
+    """Multi-head attention through ``ref``'s projections, with the knobs of :func:`_attend`."""
+    q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
+    k, v = split_heads(ref.w_k(key), ref.num_heads), split_heads(ref.w_v(value), ref.num_heads)  # (B, h, T_k, d_k)
+    return ref.w_o(merge(_attend(q, k, v, mask, **knobs)))  # (B, T_q, d_model)
+
+
+def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
+    """Post-LN ``norm(x + f(x))`` or pre-LN ``x + f(norm(x))``; ``residual=False`` forgets the ``x +``."""
+    if pre:
+        return x + sublayer(norm(x)) if residual else sublayer(norm(x))
+    return norm(x + sublayer(x) if residual else sublayer(x))
+
+
+def _encoder(ref: EncoderLayer, x, mask=None, *, swap=False, skip="", use_mask=True) -> torch.Tensor:
+    pre = ref.residual_attn.norm_first != swap
+    x = _sublayer(
+        x,
+        lambda y: ref.self_attn(y, y, y, mask if use_mask else None)[0],
+        ref.residual_attn.norm,
+        pre,
+        "attention" not in skip,
+    )
+    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
+
+
+def _decoder(
+    ref: DecoderLayer,
+    x,
+    memory,
+    tgt_mask=None,
+    memory_mask=None,
+    *,
+    swap=False,
+    skip="",
+    self_mask="tgt",
+    cross_mask="memory",
+) -> torch.Tensor:
+    masks = {"tgt": tgt_mask, "memory": memory_mask, "none": None}
+    pre = ref.residual_self.norm_first != swap
+    x = _sublayer(
+        x, lambda y: ref.self_attn(y, y, y, masks[self_mask])[0], ref.residual_self.norm, pre, "self" not in skip
+    )
+    x = _sublayer(
+        x,
+        lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0],
+        ref.residual_cross.norm,
+        pre,
+        "cross" not in skip,
+    )
+    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
+
+
+_LAYER_BUGS = [  # (hint, knobs of _encoder / _decoder)
+    (
+        "post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the residual sum, "
+        "`norm(x + sublayer(x))`; norm_first=True normalises the sublayer's input, `x + sublayer(norm(x))`.",
+        {"swap": True},
+    ),
+    (
+        "the residual connection around the attention is missing. Hint: add the sublayer's input back, `x + ...`.",
+        {"skip": "attention self"},
+    ),
+    ("the residual connection around the cross-attention is missing. Hint: `x + cross_attn(...)`.", {"skip": "cross"}),
+    (
+        "the residual connection around the feed-forward network is missing. Hint: `x + feed_forward(...)`.",
+        {"skip": "feed-forward"},
+    ),
+]
+
+_SELF_MASK_BUG = (
+    "the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
+    {"use_mask": False},
+)
+_DECODER_MASK_BUGS = [
+    (
+        "the self-attention ignored the target mask, so each position sees the future. Hint: "
+        "`self.self_attn(x, x, x, tgt_mask)`.",
+        {"self_mask": "none"},
+    ),
+    (
+        "the cross-attention got the wrong mask: it needs memory_mask, the source's padding (keys come from the "
+        "memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
+        {"cross_mask": "tgt"},
+    ),
+    (
+        "the cross-attention ignored memory_mask, so queries attend to the source's padding. Hint: "
+        "`self.cross_attn(x, memory, memory, memory_mask)`.",
+        {"cross_mask": "none"},
+    ),
+]
+
+
+# --- references that hold the student's weights -------------------------------------------------------
+
+
+def _copy(target: nn.Module, student: nn.Module, source: str) -> None:
+    """Copy ``student.<source>`` (weight, bias or none) into ``target``, or fail naming what it should be."""
+    module = student
+    for part in filter(None, source.split(".")):
+        module = getattr(module, part, None)
+    weight, shape = getattr(module, "weight", None), tuple(target.weight.shape)
+    if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
+        should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
+        found = f"weight {_describe(weight)}" if module is not None else "nothing"
+        raise _Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.")
+    bias = getattr(module, "bias", None)
+    with torch.no_grad():
+        target.weight.copy_(weight)
+        if target.bias is not None:
+            target.bias.copy_(bias if isinstance(bias, torch.Tensor) else torch.zeros_like(target.bias))
+
+
+def _copy_attention(target: MultiHeadAttention, student: nn.Module, prefix: str = "") -> None:
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        _copy(getattr(target, name), student, prefix + name)
+
+
+def _mha_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHeadAttention:
+    """The library's module with the student's weights, after checking the parameter count (bias optional)."""
+    linears = {n: getattr(student, n, None) for n in ("w_q", "w_k", "w_v", "w_o")}
+    biased = {n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None}
+    found = sum(p.numel() for p in student.parameters())
+    counts = {
+        bias: sum(p.numel() for p in MultiHeadAttention(d_model, num_heads, bias=bias).parameters())
+        for bias in (False, True)
+    }
+    if found not in counts.values():
+        unregistered = [n for n, layer in linears.items() if not isinstance(layer, nn.Linear)]
+        if 0 < len(biased) < 4 and not unregistered:
+            raise _Failure(
+                f"only {sorted(biased)} have a bias: give all four projections a bias, or none (the "
+                "paper's equations have none: `nn.Linear(d_model, d_model, bias=False)`)."
+            )
+        for name, layer in linears.items():
+            if isinstance(layer, nn.Linear) and (layer.in_features, layer.out_features) != (d_model, d_model):
+                raise _Failure(
+                    f"{name} maps {layer.in_features} -> {layer.out_features} features; with "
+                    f"d_model={d_model} every projection is nn.Linear(d_model, d_model) (h heads of d_k)."
+                )
+        if found < counts[False] or unregistered:
+            raise _Failure(
+                f"the module registers {found} parameters, the library {counts[bool(biased)]}, and "
+                f"{unregistered} are not nn.Linear attributes: layers kept in local variables, plain "
+                "lists or tuples are invisible to `.parameters()`, so the optimizer never trains them. "
+                "Hint: assign each layer to `self.` (or use nn.ModuleList)."
+            )
+        extra = [n for n, _ in student.named_parameters() if n.split(".")[0] not in linears]
+        raise _Failure(
+            f"the module registers {found} parameters, the library {counts[bool(biased)]}; the extra ones "
+            f"are {extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o."
+        )
+    reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
+    _copy_attention(reference, student)
+    return reference
+
+
+def _layer_reference(kind: type, attentions: dict, student: nn.Module, d_model, num_heads, d_ff, norm_first=False):
+    reference = kind(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+    for ours, theirs in attentions.items():
+        _copy_attention(getattr(reference, ours), student, f"{theirs}.")
+    _copy(reference.feed_forward.linear1, student, "feed_forward.linear1")
+    _copy(reference.feed_forward.linear2, student, "feed_forward.linear2")
+    residuals = [name for name, _ in reference.named_children() if name.startswith("residual_")]
+    for number, residual in enumerate(residuals, start=1):
+        _copy(getattr(reference, residual).norm, student, f"norm{number}")
+    return reference
+
+
+def _feed_forward_reference(student: nn.Module, d_model: int, d_ff: int) -> PositionwiseFeedForward:
+    reference = PositionwiseFeedForward(d_model, d_ff)
+    _copy(reference.linear1, student, "linear1")
+    _copy(reference.linear2, student, "linear2")
+    return reference
+
+
+def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
+    found = sum(p.numel() for p in student.parameters())
+    if found != 2 * d_model:
+        raise _Failure(
+            f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
+            f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`."
+        )
+    reference = LayerNorm(d_model)
+    named = dict(student.named_parameters())
+    if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
+        with torch.no_grad():
+            named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
+            named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
+        _copy(reference, student, "")
+    return reference
+
+
+def _positional_reference(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:
+    """Check that the table is a registered buffer, then return the library's module."""
+    size = d_model * max_len
+    if not any(t.numel() == size for t in student.buffers()):
+        params = [n for n, p in student.named_parameters() if p.numel() == size]
+        plain = [n for n, v in vars(student).items() if isinstance(v, torch.Tensor) and v.numel() == size]
+        if params:
+            raise _Failure(
+                f"the table is an nn.Parameter (`{params[0]}`): the optimizer would change it. Hint: "
+                "`self.register_buffer('pe', table)`: it moves with `.to(device)`, nothing trains it."
+            )
+        if plain:
+            raise _Failure(
+                f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves it behind and "
+                "state_dict never sees it. Hint: `self.register_buffer('pe', table)`."
+            )
+        raise _Failure(
+            f"no buffer of max_len x d_model = {size} numbers: store the table with "
+            "`self.register_buffer('pe', table)`."
+        )
+    return PositionalEncoding(d_model, max_len=max_len, dropout=0.0)
+
+
+# --- the other checks' inputs and references ------------------------------------------------------------
+
+
+def _table(d_model: int, max_len: int) -> torch.Tensor:
+    return sinusoidal_encoding(d_model=d_model, max_len=max_len)  # keywords: the same before and after (d, n)
+
+
+def _sin_cos_swapped(d_model: int, max_len: int) -> torch.Tensor:
+    table = _table(d_model, max_len)
+    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).flatten(1)  # (max_len, d_model)
+
+
+def _layer_cases(decoder: bool) -> list[Case]:
+    gen, cases = _gen(), []
+    for norm_first in (False, True):
+        build, name = ((16, 4, 32), {"norm_first": norm_first}), f"norm_first={norm_first}"
+        x, memory, x7 = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True), _randn(gen, 3, 7, 16)
+        if not decoder:
+            cases += [
+                Case((x,), f"{name}, x (3, 5, 16), no mask", build, {"x": x}),
+                Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build),
+            ]
+            continue
+        causal_padded = causal_mask(7) & _padded([5, 7, 2], 7)  # (3, 1, 7, 7)
+        cases += [
+            Case(
+                (x7, x7, causal_padded, _padded([4, 7, 2], 7)),
+                f"{name}, x and memory (3, 7, 16), causal+padding target mask, per-sequence memory mask",
+                build,
+            ),
+            Case(
+                (x, memory, causal_mask(5), _padded([4, 7, 2], 7)),
+                f"{name}, x (3, 5, 16), memory (3, 7, 16)",
+                build,
+                {"x": x, "memory": memory},
+            ),
+        ]
+    return cases
+
+
+def _cross_cases() -> list[Case]:
+    gen = _gen()
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(16, 4).eval()
+    x6, memory6 = _randn(gen, 3, 6, 16), _randn(gen, 3, 6, 16)
+    x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
+    return [
+        Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
+        Case(
+            (attn, x, memory, _padded([4, 7, 2], 7)),
+            "x (3, 5, 16), memory (3, 7, 16), per-sequence memory mask",
+            inputs={"x": x, "memory": memory},
+        ),
+    ]
+
+
+def _causal_mask_pick(result, case: Case) -> dict:
+    """A causal mask may be ``(T_q, T_k)`` or ``(1, 1, T_q, T_k)``; it must be bool."""
+    size_q, size_k = case.args[0], case.args[-1]
+    if isinstance(result, torch.Tensor) and result.dtype != torch.bool:
+        raise _Failure(
+            f"the mask has dtype {result.dtype}; masks are bool, True = may attend. Hint: "
+            "`torch.ones(T, T, dtype=torch.bool).tril()`."
+        )
+    if isinstance(result, torch.Tensor) and result.numel() == size_q * size_k:
+        result = result.reshape(size_q, size_k)
+    return {"mask": result}
+
+
+def _causal_mask_cases(with_cache: bool) -> list[Case]:
+    sizes = [(2, 5), (3, 3), (1, 1)] if with_cache else [(4,), (7,), (1,)]
+    return [Case(size, f"for {'(T_q, T_k)' if with_cache else 'T'} = {', '.join(map(str, size))}") for size in sizes]
+
+
+def _causal_decoder_run(model, case: Case) -> torch.Tensor:
+    """How much each of the first ``t + 1`` positions' logits move when target tokens after t change."""
+    src, tgt, changed, t = case.args
+    before, after = model(src, tgt), model(src, changed)
+    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 for r in (before, after)):
+        raise _Failure(f"the model should return logits (B, T, vocab_size), got {_describe(before)}.")
+    return (after - before)[:, : t + 1].abs().amax(-1)  # (B, t + 1)
+
+
+def _causal_decoder_cases() -> list[Case]:
+    gen, cases = _gen(), []
+    for t in (0, 2):
+        src, tgt = torch.randint(1, 4, (2, 6), generator=gen), torch.randint(1, 4, (2, 5), generator=gen)
+        changed = tgt.clone()
+        changed[:, t + 1 :] = torch.randint(1, 4, changed[:, t + 1 :].shape, generator=gen)
+        cases.append(Case((src, tgt, changed, t), f"changing target tokens after position {t} (ids 1-3)"))
+    return cases
+
+
+def _shifted_pick(result, case=None) -> dict:
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise _Failure(f"return two tensors, `(decoder_input, decoder_target)`; got {_describe(result)}.")
+    return {"decoder input": result[0], "decoder target": result[1]}
+
+
+def _shard_cases() -> list[Case]:
+    gen, cases = _gen(), []
+    for world_size in (2, 3):
+        shards = []
+        for rank in range(world_size):
+            length = 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
+            target = torch.randint(1, 7, (2, length), generator=gen)
+            target[0, length - rank - 1 :] = 0  # some padding (pad id 0)
+            shards.append((_randn(gen, 2, length, 7, grad=True), target))
+        tokens = sum(int((target != 0).sum()) for _, target in shards)
+        cases.append(
+            Case(
+                (shards, tokens, world_size),
+                f"with {world_size} processes holding unequal shards",
+                inputs={f"rank {r}'s logits": logits for r, (logits, _) in enumerate(shards)},
+            )
+        )
+    return cases
+
+
+def _shard_run(loss, case: Case):
+    """What DDP's gradient averaging amounts to: the mean over the processes of each one's loss."""
+    shards, tokens, world_size = case.args
+    losses = [loss(logits, target, tokens, world_size) for logits, target in shards]
+    wrong = [value for value in losses if not (isinstance(value, torch.Tensor) and value.dim() == 0)]
+    if wrong:
+        raise _Failure(f"return one scalar tensor per process (0-dim, as `loss.backward()` needs), got "
+                       f"{_describe(wrong[0])}.")
+    return sum(losses) / world_size
+
+
+def _shard_loss(logits, target, tokens, world_size, *, scale=True, ignore=0):
+    total = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=ignore, reduction="sum")
+    return total * (world_size if scale else 1) / tokens
+
+
+def _number(result, case=None) -> dict:
+    is_number = isinstance(result, (int, float)) or (isinstance(result, torch.Tensor) and result.numel() == 1)
+    return {"learning rate": torch.tensor(float(result)) if is_number else result}
+
+
+def _smoothing(target, vocab_size, eps, pad_id, *, others=2, pad_column=True, pad_rows=True):
+    """Label smoothing with a knob per classic bug; the defaults are right."""
+    dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - others))  # (N, V)
+    dist[:, pad_id] = 0.0 if pad_column else dist[:, pad_id]
+    dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
+    if pad_rows:
+        dist[target.reshape(-1) == pad_id] = 0.0
+    return dist
+
+
+def _noam_cases() -> list[Case]:
+    return [
+        Case(
+            (step, d_model, warmup),
+            f"at step {step} (d_model={d_model}, warmup={warmup}, in the "
+            f"{'warm-up, step <= warmup' if step <= warmup else 'decay, step > warmup'})",
+        )
+        for d_model, warmup in ((512, 4000), (64, 100))
+        for step in (1, warmup // 2, warmup, 3 * warmup)
+    ]
+
+
+def _float_cases(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = ()) -> list[Case]:
+    """Random inputs of each shape (the first with gradients), then ``extra`` arguments, e.g. a temperature."""
+    gen, cases = _gen(), []
+    for i, shape in enumerate(shapes):
+        x = _randn(gen, *shape, grad=i == 0).mul(3).add(1)  # not centred: a norm must do real work
+        more = extra[i : i + 1]
+        about = f"for input {shape}" + "".join(f", temperature {t}" for t in more)
+        cases.append(Case((x, *more), about, build, {"input": x} if i == 0 else {}))
+    return cases
+
+
+def _arange_cases(shapes_and_args) -> list[Case]:
+    return [
+        Case(
+            (torch.arange(math.prod(shape), dtype=torch.float32).view(shape), *rest),
+            f"for x {shape}" + "".join(f", num_heads={r}" for r in rest),
+        )
+        for shape, rest in shapes_and_args
+    ]
+
+
+# --- the table: every check, its reference, its inputs and its known mistakes ---------------------------
+
+CHECKS: dict[str, Entry] = {
+    "check_attention": Entry(
+        "your attention",
+        lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask),
+        _attention_cases,
+        [Mistake(hint, partial(_attend, **knobs)) for hint, knobs in _ATTENTION_BUGS],
+        "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; "
+        "output = weights @ v.",
+        "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
+        "sequence; gradients match too.",
+    ),
+    "check_split_heads": Entry(
+        "your split_heads",
+        split_heads,
+        lambda: _arange_cases([((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
+        [
+            Mistake(
+                "the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, 2)` after "
+                "the view.",
+                lambda x, h: x.view(x.size(0), x.size(1), h, -1),
+            ),
+            Mistake(
+                "the shape is right but tokens are scrambled: reshaping straight to (B, h, T, d) cuts *across* "
+                "tokens. Hint: `x.view(B, T, h, d).transpose(1, 2)`.",
+                lambda x, h: x.reshape(x.size(0), h, x.size(1), -1),
+            ),
+        ],
+        "Hint: head i must hold features i*d .. (i+1)*d - 1 of every token.",
+        "splits (B, T, h*d) into (B, h, T, d) with every feature in its head.",
+    ),
+    "check_combine_heads": Entry(
+        "your combine_heads",
+        combine_heads,
+        lambda: _arange_cases([((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
+        [
+            Mistake(
+                "the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues *different tokens* "
+                "into one vector: a silent bug, the model still runs. Hint: `x.transpose(1, 2).reshape(B, T, h * d)`"
+                ": transpose back first.",
+                lambda x: x.reshape(x.size(0), x.size(2), -1),
+            )
+        ],
+        "Hint: combine must undo split_heads exactly.",
+        "puts every head's features back next to each other, token by token.",
+    ),
+    "check_multi_head_attention": Entry(
+        "your module",
+        _mha_reference,
+        lambda: _module_cases(((16, 4), {})),
+        [
+            Mistake(
+                "scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: "
+                "divide by sqrt(d_k), the width of one head's queries.",
+                partial(_mha, scale=lambda q: math.sqrt(q.size(1) * q.size(-1))),
+            ),
+            Mistake(
+                "heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
+                "`out.transpose(1, 2).reshape(B, T, d_model)`.",
+                partial(_mha, merge=lambda x: x.reshape(x.size(0), x.size(2), -1)),
+            ),
+        ]
+        + [Mistake(hint, partial(_mha, **knobs)) for hint, knobs in _ATTENTION_BUGS],
+        "Hint: test split, attention and combine alone, each against its check.",
+        "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
+        "cross-attention; gradients match and reach every parameter.",
+        builds=True,
+    ),
+    "check_positional_encoding": Entry(
+        "your encoding",
+        _table,
+        lambda: [Case((16, 50), "for d_model=16, max_len=50"), Case((6, 10), "for d_model=6, max_len=10")],
+        [
+            Mistake(
+                "you swapped the arguments: the order is (d_model, max_len), like PositionalEncoding(d_model, "
+                "max_len). Hint: `def my_sinusoidal_encoding(d_model, max_len)`.",
+                lambda d, n: _table(n, d),
+            ),
+            Mistake("the table is transposed: rows are positions, (max_len, d_model).", lambda d, n: _table(d, n).T),
+            Mistake("sin and cos are swapped: even features 2i get sin, odd ones 2i+1 get cos.", _sin_cos_swapped),
+        ],
+        "Hint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(...); the pair (2i, 2i+1) shares "
+        "a frequency.",
+        "the table matches the paper's formula, with the arguments (d_model, max_len).",
+    ),
+    "check_positional_encoding_module": Entry(
+        "your module",
+        _positional_reference,
+        lambda: _float_cases([(3, 6, 16), (2, 9, 16)], ((16, 50), {})),
+        [
+            Mistake(
+                "every sequence in the batch got a different encoding, and every position in a sequence the same "
+                "one: the encodings were added along the batch axis. Hint: the table must be (1, max_len, "
+                "d_model) and added as `x + pe[:, :x.size(1)]`.",
+                lambda ref, x: x + ref.pe[0, : x.size(0), None],
+            )
+        ],
+        "Hint: added to x, your module should give x + PE[:T], the same for every sequence.",
+        "stores the table as a buffer and adds the same encodings to every sequence, along the positions.",
+        builds=True,
+    ),
+    "check_layer_norm": Entry(
+        "your LayerNorm",
+        _layer_norm_reference,
+        lambda: _float_cases([(3, 4, 8), (5, 8)], ((8,), {})),
+        [
+            Mistake(
+                "you used the unbiased variance (dividing by d_model - 1). Hint: `x.var(-1, unbiased=False, "
+                "keepdim=True)`, as nn.LayerNorm does.",
+                lambda ref, x: (
+                    (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + ref.eps) * ref.weight
+                    + ref.bias
+                ),
+            ),
+            Mistake(
+                "the gain and shift are not applied. Hint: `... * self.weight + self.bias`.",
+                lambda ref, x: F.layer_norm(x, x.shape[-1:], eps=ref.eps),
+            ),
+            Mistake(
+                "you normalised over the tokens, not over each token's features. Hint: mean and variance over "
+                "dim=-1 with keepdim=True.",
+                lambda ref, x: (
+                    (x - x.mean(-2, keepdim=True))
+                    / torch.sqrt(x.var(-2, unbiased=False, keepdim=True) + ref.eps)
+                    * ref.weight
+                    + ref.bias
+                ),
+            ),
+        ],
+        "Hint: (x - mean) / sqrt(var + eps) * gain + shift, over the last axis.",
+        "normalises each token over its features like nn.LayerNorm; gradients match.",
+        builds=True,
+    ),
+    "check_feed_forward": Entry(
+        "your feed-forward",
+        _feed_forward_reference,
+        lambda: _float_cases([(2, 5, 8), (7, 8)], ((8, 32), {})),
+        [
+            Mistake(
+                "without the ReLU, two linear layers are just one linear layer. Hint: torch.relu between.",
+                lambda ref, x: ref.linear2(ref.linear1(x)),
+            )
+        ],
+        "Hint: linear2(relu(linear1(x))).",
+        "two linear layers around a ReLU, the same at every position.",
+        builds=True,
+    ),
+    "check_encoder_layer": Entry(
+        "your encoder layer",
+        partial(_layer_reference, EncoderLayer, {"self_attn": "self_attn"}),
+        lambda: _layer_cases(decoder=False),
+        [Mistake(hint, partial(_encoder, **knobs)) for hint, knobs in [*_LAYER_BUGS, _SELF_MASK_BUG]],
+        "Hint: self-attention then feed-forward, each `norm(x + sublayer(x))` (or `x + sublayer(norm(x))` with "
+        "norm_first=True).",
+        "equals tl.EncoderLayer with the same weights, post-LN and pre-LN, with per-sequence padding; gradients match.",
+        builds=True,
+    ),
+    "check_decoder_layer": Entry(
+        "your decoder layer",
+        partial(_layer_reference, DecoderLayer, {"self_attn": "self_attn", "cross_attn": "cross_attn"}),
+        lambda: _layer_cases(decoder=True),
+        [Mistake(hint, partial(_decoder, **knobs)) for hint, knobs in [*_LAYER_BUGS, *_DECODER_MASK_BUGS]],
+        "Hint: masked self-attention, cross-attention to the memory, feed-forward; each in its residual sublayer.",
+        "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, with causal and per-sequence masks; "
+        "gradients match.",
+        builds=True,
+    ),
+    "check_cross_attention": Entry(
+        "your cross-attention",
+        lambda attn, x, memory, mask: attn(x, memory, memory, mask),
+        _cross_cases,
+        [
+            Mistake(
+                "the queries come from the decoder's x, the keys and values from the encoder's memory. Hint: "
+                "`attn(x, memory, memory, memory_mask)`.",
+                lambda attn, x, m, mask: attn(m, x, x, mask),
+            ),
+            Mistake(
+                "memory_mask was not used: queries attend to the source's padding. Hint: pass it as the mask.",
+                lambda attn, x, m, mask: attn(x, m, m),
+            ),
+            Mistake(
+                "the mask has the opposite polarity: in this course True means 'may attend'.",
+                lambda attn, x, m, mask: attn(x, m, m, ~mask),
+            ),
+            Mistake(
+                "every sequence got the first sequence's memory mask: keep its batch axis (B, 1, 1, T_src).",
+                lambda attn, x, m, mask: attn(x, m, m, mask[:1]),
+            ),
+        ],
+        "Hint: `attn(x, memory, memory, memory_mask)[0]`.",
+        "queries from the decoder, keys and values from the memory, the source's padding masked.",
+    ),
+    "check_causal_mask": Entry(
+        "your causal mask",
+        lambda size: causal_mask(size)[0, 0],
+        partial(_causal_mask_cases, False),
+        [
+            Mistake(
+                "the mask is inverted: True should mark what a query *may* see (j <= i).",
+                lambda t: ~causal_mask(t)[0, 0],
+            ),
+            Mistake(
+                "this lets each token see the future and not the past: use `.tril()`, not `.triu()`.",
+                lambda t: torch.ones(t, t, dtype=torch.bool).triu(),
+            ),
+            Mistake(
+                "a token must be allowed to see itself: the diagonal belongs to the mask.",
+                lambda t: torch.ones(t, t, dtype=torch.bool).tril(-1),
+            ),
+        ],
+        "Hint: query i may attend to keys j <= i (1 = may attend).",
+        "lets each position see itself and the past only.",
+        pick=_causal_mask_pick,
+    ),
+    "check_causal_mask_cached": Entry(
+        "your causal mask",
+        lambda size_q, size_k: causal_mask(size_q, size_k)[0, 0],
+        partial(_causal_mask_cases, True),
+        [
+            Mistake(
+                "for T_q new queries among T_k positions, query i is position i + T_k - T_q: it sees every "
+                "cached token. Hint: `.tril(diagonal=T_k - T_q)`.",
+                lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(),
+            ),
+            Mistake(
+                "the mask is inverted: True should mark what a query *may* see.", lambda q, k: ~causal_mask(q, k)[0, 0]
+            ),
+        ],
+        "Hint: query i is position i + T_k - T_q and may see keys up to there.",
+        "lets each new query see the cache, itself and the past only.",
+        pick=_causal_mask_pick,
+    ),
+    "check_causal_decoder": Entry(
+        "your model",
+        lambda src, tgt: tgt.cumsum(1)[..., None].float(),
+        _causal_decoder_cases,
+        [],
+        "The logits at those positions changed: the decoder sees the future, so it trains to a near-zero loss by "
+        "copying the next token and then generates garbage. Hint: give the decoder's self-attention the causal "
+        "mask, `tl.causal_mask(T) & padding_mask`.",
+        "the logits at each position depend only on the target tokens up to it.",
+        run=_causal_decoder_run,
+        pick=lambda result, case=None: {"change of the earlier logits": result},
+    ),
+    "check_shifted_targets": Entry(
+        "your shift",
+        lambda tgt: (tgt[:, :-1], tgt[:, 1:]),
+        lambda: [
+            Case(
+                (torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
+                "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)",
+            )
+        ],
+        [
+            Mistake(
+                "the targets are not shifted: the decoder would be asked for the token it already sees, learn to "
+                "copy its input to a near-zero loss, and generate garbage. Hint: input `tgt[:, :-1]`, target "
+                "`tgt[:, 1:]`.",
+                lambda tgt: (tgt, tgt),
+            ),
+            Mistake(
+                "the targets are not shifted (both are `tgt[:, :-1]`). Hint: the target is the input moved one "
+                "step left, `tgt[:, 1:]`.",
+                lambda tgt: (tgt[:, :-1], tgt[:, :-1]),
+            ),
+            Mistake(
+                "input and target are swapped. Hint: the decoder reads `tgt[:, :-1]` (starting with <bos>) and "
+                "predicts `tgt[:, 1:]` (ending with <eos>).",
+                lambda tgt: (tgt[:, 1:], tgt[:, :-1]),
+            ),
+        ],
+        "Hint: `(tgt[:, :-1], tgt[:, 1:])`.",
+        "the decoder reads <bos> y and predicts y <eos>: each position predicts the next token.",
+        pick=_shifted_pick,
+    ),
+    "check_label_smoothing": Entry(
+        "your label smoothing",
+        smoothed_targets,
+        lambda: [
+            Case((torch.tensor([4, 0, 7, 5]), 9, 0.1, 0), "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0"),
+            Case((torch.tensor([3, 2, 6, 1]), 8, 0.2, 2), "for target [3, 2, 6, 1], V=8, eps=0.2, pad_id=2"),
+        ],
+        [
+            Mistake(
+                "a row whose target is padding should be all zero, so it adds nothing to the loss.",
+                partial(_smoothing, pad_rows=False),
+            ),
+            Mistake(
+                "<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0 and spread eps "
+                "over V - 2 tokens.",
+                partial(_smoothing, others=1, pad_column=False),
+            ),
+            Mistake(
+                "eps was spread over V - 1 tokens; <pad> gets none, so it goes to V - 2: eps / (V - 2) each.",
+                partial(_smoothing, others=1),
+            ),
+            Mistake(
+                "padding was taken to be id 0; use the `pad_id` argument.",
+                lambda target, v, eps, pad_id: _smoothing(target, v, eps, 0),
+            ),
+        ],
+        "Hint: 1 - eps on the target, eps / (V - 2) on every other token but <pad>, rows of padding all zero.",
+        "1 - eps on the target, eps spread over the rest, nothing on padding.",
+        atol=1e-6,
+    ),
+    "check_noam_lr": Entry(
+        "your schedule",
+        noam_lr,
+        _noam_cases,
+        [
+            Mistake(
+                "the warm-up rises too fast: it is step * warmup**-1.5.", lambda s, d, w: d**-0.5 * min(s**-0.5, s / w)
+            ),
+            Mistake("the factor d_model**-0.5 is missing.", lambda s, d, w: min(s**-0.5, s * w**-1.5)),
+        ],
+        "Hint: d_model**-0.5 * min(step**-0.5, step * warmup**-1.5).",
+        "rises linearly during warm-up, peaks at step = warmup, then decays as 1/sqrt(step).",
+        pick=_number,
+        atol=0.0,
+        rtol=1e-6,
+    ),
+    "check_temperature_softmax": Entry(
+        "your function",
+        lambda logits, t: (logits / t).softmax(-1),
+        lambda: _float_cases([(2, 5), (2, 5), (3, 4)], extra=(0.1, 1.0, 5.0)),
+        [
+            Mistake(
+                "you multiplied by the temperature; divide: a high temperature should flatten.",
+                lambda logits, t: (logits * t).softmax(-1),
+            ),
+            Mistake(
+                "softmax ran over the wrong axis. Hint: `.softmax(dim=-1)`, over the vocabulary.",
+                lambda logits, t: (logits / t).softmax(0),
+            ),
+        ],
+        "Hint: `(logits / temperature).softmax(dim=-1)`.",
+        "low temperatures sharpen, high ones flatten.",
+    ),
+    "check_shard_loss": Entry(
+        "your function",
+        _shard_loss,
+        _shard_cases,
+        [
+            Mistake(
+                "you averaged over each process's own tokens. With unequal shards the average of those means is "
+                "not the mean over all tokens. Hint: sum over this shard's non-pad tokens and divide by "
+                "`global_tokens`.",
+                lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
+            ),
+            Mistake(
+                "the processes' average is world_size times too small: DDP divides the summed gradients by "
+                "`world_size`, so multiply your loss by `world_size` to undo it.",
+                partial(_shard_loss, scale=False),
+            ),
+            Mistake("padding was counted in the loss. Hint: `ignore_index=0`.", partial(_shard_loss, ignore=-100)),
+        ],
+        "Hint: cross-entropy summed over this shard's non-pad tokens (`reduction='sum', ignore_index=0`), times "
+        "`world_size`, divided by `global_tokens`.",
+        "the processes' average equals the big batch's mean over all tokens, however unequal.",
+        run=_shard_run,
+        pick=lambda result, case=None: {"loss": result},
+    ),
+}
+
+
+# --- the checks the notebooks call ----------------------------------------------------------------------
 
 
 def check_attention(attention: Callable) -> CheckResult:
     """``attention(q, k, v, mask=None) -> (output, weights)`` (or just ``output``), masks bool, True = may attend."""
-
-    def body() -> str:
-        gen = torch.Generator().manual_seed(0)
-        shapes = [((2, 3, 4), (2, 5, 4), (2, 5, 6)), ((2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 8))]
-        for q_shape, k_shape, v_shape in shapes:
-            q, k, v = (torch.randn(s, generator=gen) for s in (q_shape, k_shape, v_shape))
-            out, weights = _output_and_weights(_call("your attention", attention, q, k, v))
-            ref_out, ref_weights = scaled_dot_product_attention(q, k, v)
-            if not isinstance(out, torch.Tensor) or out.shape != ref_out.shape:
-                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                raise _Failure(
-                    f"for q {q_shape}, k {k_shape}, v {v_shape} the output should be "
-                    f"{tuple(ref_out.shape)} (..., T_q, d_v), got {got}. Hint: weights (..., T_q, T_k) @ v."
-                )
-            if weights is not None:
-                if weights.shape != ref_weights.shape:
-                    raise _Failure(
-                        f"weights should be {tuple(ref_weights.shape)} (..., T_q, T_k), got {tuple(weights.shape)}."
-                    )
-                if not torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5):
-                    raise _Failure(
-                        "each row of the weights should sum to 1, but they don't"
-                        + (
-                            " (the columns do: softmax ran over the queries). "
-                            if torch.allclose(
-                                weights.sum(-2), torch.ones(weights.shape[:-2] + weights.shape[-1:]), atol=1e-5
-                            )
-                            else ". "
-                        )
-                        + "Hint: `scores.softmax(dim=-1)`, over the keys."
-                    )
-            if not _close(out, ref_out):
-                raise _Failure(_diagnose_scores(q, k, v, out))
-        q, k, v = (torch.randn(2, 5, 4, generator=gen) for _ in range(3))
-        mask = causal_mask(5)[0]  # (1, 5, 5)
-        out, weights = _output_and_weights(_call("your attention with a mask", attention, q, k, v, mask))
-        ref_out, _ = scaled_dot_product_attention(q, k, v, mask)
-        if not _close(out, ref_out):
-            raise _Failure(_diagnose_mask(q, k, v, mask, out))
-        future = v.clone()
-        future[:, 3:] += 10.0
-        later, _ = _output_and_weights(_call("your attention with a mask", attention, q, k, future, mask))
-        if not _close(later[:, :3], out[:, :3]):
-            raise _Failure("with a causal mask, changing the future values changed earlier outputs: the future leaks.")
-        perm = torch.randperm(5, generator=gen)
-        permuted, _ = _output_and_weights(_call("your attention", attention, q, k[:, perm], v[:, perm]))
-        unmasked, _ = _output_and_weights(_call("your attention", attention, q, k, v))
-        if not _close(permuted, unmasked):
-            raise _Failure(
-                "shuffling the keys and values together changed the output; attention should not care "
-                "about the order of key/value pairs."
-            )
-        single, _ = _output_and_weights(_call("your attention", attention, q[:1], k[:1], v[:1]))
-        if not _close(single, unmasked[:1]):
-            raise _Failure(
-                "the first sequence's output changed when the batch held other sequences: sequences in a "
-                "batch must not mix. Hint: transpose only the last two axes, `k.transpose(-2, -1)`."
-            )
-        return (
-            "matches the library on 2 shapes, with and without a causal mask; rows sum to 1, no future leaks, "
-            "key order and batch-mates don't matter. Well done!"
-        )
-
-    return _run("check_attention", body)
-
-
-def _diagnose_scores(q, k, v, out) -> str:
-    d_k = q.size(-1)
-    candidates = {
-        "you did not divide the scores by sqrt(d_k)": 1.0,
-        "you divided the scores by d_k instead of sqrt(d_k)": 1.0 / d_k,
-    }
-    for message, scale in candidates.items():
-        expected = (q @ k.transpose(-2, -1) * scale).softmax(-1) @ v
-        if _close(out, expected):
-            return f"{message}. Hint: `scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`."
-    if _close(out, (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(-2) @ v):
-        return "softmax ran over the queries (dim=-2). Hint: `scores.softmax(dim=-1)`, over the keys."
-    return (
-        "the output differs from the library's. Hint: scores = q k^T / sqrt(d_k); weights = softmax over the "
-        "last axis; output = weights @ v."
-    )
-
-
-def _diagnose_mask(q, k, v, mask, out) -> str:
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-    if _close(out, scores.softmax(-1) @ v):
-        return (
-            "the mask changed nothing. Hint: `masked_fill` returns a new tensor: write "
-            "`scores = scores.masked_fill(~mask, float('-inf'))`, and check you used the mask at all."
-        )
-    if _close(out, scores.masked_fill(mask, float("-inf")).softmax(-1).nan_to_num(0) @ v):
-        return (
-            "the mask is inverted: in this course True means 'may attend'. Hint: fill where the mask is False, "
-            "`scores.masked_fill(~mask, float('-inf'))` (or `mask == 0`)."
-        )
-    if _close(out, scores.masked_fill(~mask, 0.0).softmax(-1) @ v):
-        return (
-            "masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with "
-            "float('-inf') so softmax gives exactly 0."
-        )
-    return "with a causal mask the output differs from the library's. Hint: mask the scores before the softmax."
-
-
-# --- heads -------------------------------------------------------------------------------------------
+    return _judge("check_attention", attention)
 
 
 def check_split_heads(split: Callable) -> CheckResult:
     """``split(x (B, T, h * d), num_heads) -> (B, h, T, d)``."""
-
-    def body() -> str:
-        for shape, heads in (((2, 3, 8), 2), ((1, 5, 12), 3)):
-            x = torch.arange(math.prod(shape), dtype=torch.float32).view(shape)
-            got, expected = _call("your split_heads", split, x, heads), split_heads(x, heads)
-            if isinstance(got, torch.Tensor) and torch.equal(got, expected):
-                continue
-            b, t, width = shape
-            if isinstance(got, torch.Tensor) and got.shape == (b, t, heads, width // heads):
-                raise _Failure(
-                    f"got {tuple(got.shape)} = (B, T, h, d); the heads axis must come before T. Hint: "
-                    "`.transpose(1, 2)` after the view."
-                )
-            if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-                raise _Failure(
-                    f"for x {shape} and h={heads} expected {tuple(expected.shape)} (B, h, T, d), got "
-                    f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}."
-                )
-            if torch.equal(got, x.reshape(b, heads, t, width // heads)):
-                raise _Failure(
-                    "the shape is right but tokens are scrambled: reshaping straight to (B, h, T, d) cuts "
-                    "*across* tokens. Hint: `x.view(B, T, h, d).transpose(1, 2)`."
-                )
-            raise _Failure(
-                "the shape is right but the values are not where they belong. Hint: head i must "
-                "hold features i*d .. (i+1)*d - 1 of every token."
-            )
-        return "splits (B, T, h*d) into (B, h, T, d) with every feature in its head. Well done!"
-
-    return _run("check_split_heads", body)
+    return _judge("check_split_heads", split)
 
 
 def check_combine_heads(combine: Callable) -> CheckResult:
     """``combine(x (B, h, T, d)) -> (B, T, h * d)``, the inverse of split_heads."""
-
-    def body() -> str:
-        for shape in ((2, 2, 3, 4), (1, 3, 5, 2)):
-            x = torch.arange(math.prod(shape), dtype=torch.float32).view(shape)
-            got, expected = _call("your combine_heads", combine, x), combine_heads(x)
-            if isinstance(got, torch.Tensor) and torch.equal(got, expected):
-                continue
-            b, h, t, d = shape
-            if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-                raise _Failure(
-                    f"for x {shape} expected {tuple(expected.shape)} (B, T, h*d), got "
-                    f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}."
-                )
-            if torch.equal(got, x.reshape(b, t, h * d)):
-                raise _Failure(
-                    "the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues "
-                    "*different tokens* into one vector: a silent bug, the model still runs. Hint: "
-                    "`x.transpose(1, 2).reshape(B, T, h * d)`: transpose back first."
-                )
-            raise _Failure("the shape is right but features are misplaced; combine must undo split exactly.")
-        return "puts every head's features back next to each other, token by token. Well done!"
-
-    return _run("check_combine_heads", body)
+    return _judge("check_combine_heads", combine)
 
 
 def check_multi_head_attention(module_class: type) -> CheckResult:
-    """``module_class(d_model, num_heads)`` with ``nn.Linear`` attributes ``w_q``, ``w_k``, ``w_v``, ``w_o`` and
-    ``forward(query, key, value, mask=None) -> output`` or ``(output, weights)``."""
-
-    def body() -> str:
-        d_model, heads = 16, 4
-        torch.manual_seed(0)
-        student = _call(f"{module_class.__name__}({d_model}, {heads})", module_class, d_model, heads)
-        reference = MultiHeadAttention(d_model, heads)
-        expected_params = sum(p.numel() for p in reference.parameters())
-        found = sum(p.numel() for p in student.parameters())
-        if found != expected_params:
-            raise _Failure(
-                f"the module registers {found} parameters, the library {expected_params}: layers kept in "
-                "local variables, plain lists or tuples are invisible to `.parameters()`, so the optimizer "
-                "never trains them. Hint: assign each layer to `self.` (or use nn.ModuleList)."
-            )
-        missing = [n for n in ("w_q", "w_k", "w_v", "w_o") if not isinstance(getattr(student, n, None), nn.Linear)]
-        if missing:
-            raise _Failure(f"this check copies weights through attributes w_q, w_k, w_v, w_o; missing: {missing}.")
-        reference.load_state_dict(
-            {
-                f"{n}.{p}": getattr(student, n).state_dict()[p]
-                for n in ("w_q", "w_k", "w_v", "w_o")
-                for p in ("weight", "bias")
-            }
-        )
-        x, memory = torch.randn(2, 5, d_model), torch.randn(2, 7, d_model)
-        for what, args, mask in (
-            ("self-attention", (x, x, x), None),
-            ("causal self-attention", (x, x, x), causal_mask(5)),
-            ("cross-attention", (x, memory, memory), None),
-        ):
-            out, _ = _output_and_weights(_call(f"your module ({what})", student, *args, mask=mask))
-            expected, _ = reference(*args, mask=mask)
-            if not _close(out, expected, atol=1e-4):
-                raise _Failure(f"{what}: " + _diagnose_mha(reference, args, mask, out))
-        out, _ = _output_and_weights(student(x, x, x))
-        out.square().mean().backward()
-        frozen = [n for n, p in student.named_parameters() if p.grad is None or not p.grad.abs().sum()]
-        if frozen:
-            raise _Failure(f"no gradient reached {frozen}. Hint: is every layer used in forward?")
-        return (
-            "equals the library's MultiHeadAttention for self-, causal and cross-attention, and every parameter "
-            "gets a gradient. Well done!"
-        )
-
-    return _run("check_multi_head_attention", body)
-
-
-def _diagnose_mha(reference: MultiHeadAttention, args, mask, out) -> str:
-    query, key, value = args
-    q = split_heads(reference.w_q(query), reference.num_heads)
-    k = split_heads(reference.w_k(key), reference.num_heads)
-    v = split_heads(reference.w_v(value), reference.num_heads)
-    scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    per_head = (scores / math.sqrt(reference.d_model)).softmax(-1) @ v
-    if _close(out, reference.w_o(combine_heads(per_head)), atol=1e-4):
-        return (
-            "scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: "
-            "divide by sqrt(d_k), the width of one head's queries."
-        )
-    heads = (scores / math.sqrt(reference.d_k)).softmax(-1) @ v  # (B, h, T, d_k)
-    b, h, t, d = heads.shape
-    if _close(out, reference.w_o(heads.reshape(b, t, h * d)), atol=1e-4):
-        return (
-            "heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
-            "`out.transpose(1, 2).reshape(B, T, d_model)`."
-        )
-    return "the output differs from the library's with the same weights. Hint: test split, attention, combine alone."
-
-
-# --- positions, normalisation, masks, targets ---------------------------------------------------------
+    """``module_class(d_model, num_heads)`` with ``nn.Linear`` attributes ``w_q, w_k, w_v, w_o`` (bias optional)
+    and ``forward(query, key, value, mask=None) -> output`` or ``(output, weights)``."""
+    return _judge("check_multi_head_attention", module_class)
 
 
 def check_positional_encoding(encoding) -> CheckResult:
-    """Either a function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a module class
-    ``encoding(d_model, max_len)`` whose ``forward(x (B, T, d_model))`` adds the encodings to ``x``."""
-
-    def body() -> str:
-        d_model, max_len, batch, length = 16, 50, 3, 6
-        expected = sinusoidal_encoding(d_model=d_model, max_len=max_len)
-        if not isinstance(encoding, type):
-            table = _call("your encoding", encoding, d_model, max_len)
-            if not _close(table, expected, atol=1e-4):
-                got = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
-                raise _Failure(
-                    f"the table should be {(max_len, d_model)} with PE[pos, 2i] = sin(pos / "
-                    f"10000^(2i/d_model)) and PE[pos, 2i+1] = cos(...); got {got} with other values. Hint: "
-                    "even features get sin, odd ones cos, and the pair (2i, 2i+1) shares a frequency."
-                )
-            return "the table matches the paper's formula. Well done!"
-        module = _call(f"{encoding.__name__}({d_model}, {max_len})", encoding, d_model, max_len)
-        module.eval()
-        out = _call("your module", module, torch.zeros(batch, length, d_model))
-        if not isinstance(out, torch.Tensor) or out.shape != (batch, length, d_model):
-            raise _Failure(f"for x of shape {(batch, length, d_model)} the output must keep that shape.")
-        if not torch.allclose(out[0], out[1]) and torch.allclose(out[:, 0], out[:, 1]):
-            raise _Failure(
-                "every sequence in the batch got a different encoding, and every position in a sequence "
-                "the same one: the encodings were added along the batch axis. Hint: the table must be "
-                "(1, max_len, d_model) and added as `x + pe[:, :x.size(1)]`."
-            )
-        if not torch.allclose(out[0], out[1]):
-            raise _Failure("sequences in one batch got different encodings; they must all get the same.")
-        if not _close(out[0], expected[:length], atol=1e-4):
-            raise _Failure("added to zeros, your module should give exactly the sinusoidal table, and it doesn't.")
-        return "adds the same sinusoidal encodings to every sequence, along the positions. Well done!"
-
-    return _run("check_positional_encoding", body)
+    """A function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a module class
+    ``encoding(d_model, max_len)`` that stores the table as a buffer and whose ``forward(x (B, T, d_model))``
+    adds it to ``x``."""
+    return _judge(
+        "check_positional_encoding_module" if isinstance(encoding, type) else "check_positional_encoding", encoding
+    )
 
 
 def check_layer_norm(module_class: type) -> CheckResult:
     """``module_class(d_model)``: LayerNorm over the last axis with learnable gain and shift, like nn.LayerNorm."""
+    return _judge("check_layer_norm", module_class)
 
-    def body() -> str:
-        d_model = 8
-        student = _call(f"{module_class.__name__}({d_model})", module_class, d_model)
-        if sum(p.numel() for p in student.parameters()) != 2 * d_model:
-            raise _Failure(
-                f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
-                f"it registers {sum(p.numel() for p in student.parameters())}. Hint: nn.Parameter(...)."
-            )
-        x = torch.randn(3, 4, d_model) * 3 + 1
-        out = _call("your LayerNorm", student, x)
-        reference = nn.LayerNorm(d_model)
-        with torch.no_grad():  # the student's gain and shift, whatever they are called, start at 1 and 0
-            expected = reference(x)
-        if _close(out, expected, atol=1e-4):
-            return "normalises each token over its features like nn.LayerNorm. Well done!"
-        mean, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=True)
-        if _close(out, (x - mean) / torch.sqrt(var + 1e-5), atol=1e-4):
-            raise _Failure(
-                "you used the unbiased variance (dividing by d_model - 1). Hint: `x.var(-1, "
-                "unbiased=False, keepdim=True)`, as nn.LayerNorm does."
-            )
-        if isinstance(out, torch.Tensor) and out.shape == x.shape and out.mean(-1).abs().max() > 1e-3:
-            raise _Failure(
-                "the outputs don't have mean 0 over each token's features: you normalised over another "
-                "axis. Hint: mean and variance over dim=-1 with keepdim=True."
-            )
-        raise _Failure("the output differs from nn.LayerNorm's. Hint: (x - mean) / sqrt(var + eps) * gain + shift.")
 
-    return _run("check_layer_norm", body)
+def check_feed_forward(module_class: type) -> CheckResult:
+    """``module_class(d_model, d_ff)`` with ``nn.Linear`` attributes ``linear1``, ``linear2``."""
+    return _judge("check_feed_forward", module_class)
+
+
+def check_encoder_layer(module_class: type) -> CheckResult:
+    """``module_class(d_model, num_heads, d_ff, norm_first=False)`` with ``self_attn`` (``w_q, w_k, w_v, w_o``),
+    ``feed_forward`` (``linear1``, ``linear2``), ``norm1``, ``norm2``; ``forward(x, mask=None)``, no dropout."""
+    return _judge("check_encoder_layer", module_class)
+
+
+def check_decoder_layer(module_class: type) -> CheckResult:
+    """``module_class(d_model, num_heads, d_ff, norm_first=False)`` with ``self_attn``, ``cross_attn``,
+    ``feed_forward``, ``norm1``, ``norm2``, ``norm3``; ``forward(x, memory, tgt_mask=None, memory_mask=None)``."""
+    return _judge("check_decoder_layer", module_class)
+
+
+def check_cross_attention(cross_attention: Callable) -> CheckResult:
+    """``cross_attention(attn, x (B, T_tgt, d), memory (B, T_src, d), memory_mask) -> (B, T_tgt, d)``."""
+    return _judge("check_cross_attention", cross_attention)
 
 
 def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckResult:
@@ -439,190 +1211,42 @@ def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckRes
     With ``with_cache=True``: ``make_mask(T_q, T_k)`` for the last ``T_q`` queries of a sequence of ``T_k``
     (decoding with a KV cache), so query i sits at position ``i + T_k - T_q``.
     """
+    return _judge("check_causal_mask_cached" if with_cache else "check_causal_mask", make_mask)
 
-    def body() -> str:
-        sizes = [(2, 5), (3, 3), (1, 1)] if with_cache else [(4, 4), (7, 7), (1, 1)]  # T = 1 is ambiguous: last
-        for size_q, size_k in sizes:
-            args = (size_q, size_k) if with_cache else (size_q,)
-            got = _call("your causal mask", make_mask, *args)
-            expected = causal_mask(size_q, size_k)[0, 0]
-            if not isinstance(got, torch.Tensor):
-                raise _Failure(f"expected a tensor, got {type(got).__name__}.")
-            if got.dtype != torch.bool:
-                raise _Failure(
-                    f"the mask has dtype {got.dtype}; masks are bool, True = may attend. Hint: "
-                    "`torch.ones(T, T, dtype=torch.bool).tril()`."
-                )
-            try:
-                got = got.reshape(size_q, size_k)
-            except RuntimeError:
-                raise _Failure(
-                    f"for {args} expected ({size_q}, {size_k}) or (1, 1, {size_q}, {size_k}), got {tuple(got.shape)}."
-                ) from None
-            if torch.equal(got, expected):
-                continue
-            if torch.equal(got, ~expected):
-                raise _Failure("the mask is inverted: True should mark what a query *may* see (j <= i).")
-            if torch.equal(got, torch.ones(size_q, size_k, dtype=torch.bool).triu(size_k - size_q)):
-                raise _Failure("this lets each token see the future and not the past: use `.tril()`, not `.triu()`.")
-            if torch.equal(got, torch.ones(size_q, size_k, dtype=torch.bool).tril(-1 + size_k - size_q)):
-                raise _Failure("a token must be allowed to see itself: the diagonal belongs to the mask.")
-            if with_cache and torch.equal(got, torch.ones(size_q, size_k, dtype=torch.bool).tril()):
-                raise _Failure(
-                    f"for T_q={size_q} new queries among T_k={size_k} positions, query i is position "
-                    f"i + {size_k - size_q}: it sees every cached token. Hint: `.tril(diagonal=T_k - T_q)`."
-                )
-            raise _Failure(f"for {args} the mask should be {expected.int().tolist()} (1 = may attend).")
-        return "lets each position see itself and the past only. Well done!"
 
-    return _run("check_causal_mask", body)
+def check_causal_decoder(model) -> CheckResult:
+    """``model(src (B, S), tgt (B, T)) -> logits (B, T, V)``: changing target tokens after position t must leave
+    the logits at positions <= t unchanged (token ids 1-3 are used)."""
+    if not isinstance(model, nn.Module):
+        return _judge("check_causal_decoder", model)
+    was_training = model.training
+    result = _judge("check_causal_decoder", model.eval())
+    model.train(was_training)
+    return result
+
+
+def check_shifted_targets(shift: Callable) -> CheckResult:
+    """``shift(tgt (B, T)) -> (decoder_input, decoder_target)``, rows ``<bos> y <eos> <pad>...``."""
+    return _judge("check_shifted_targets", shift)
 
 
 def check_label_smoothing(make_targets: Callable) -> CheckResult:
     """``make_targets(target (N,), vocab_size, eps, pad_id) -> (N, vocab_size)`` distributions."""
-
-    def body() -> str:
-        target, vocab_size, eps, pad_id = torch.tensor([4, 0, 7, 5]), 9, 0.1, 0
-        got = _call("your label smoothing", make_targets, target, vocab_size, eps, pad_id)
-        expected = smoothed_targets(target, vocab_size, eps, pad_id)
-        if _close(got, expected):
-            return "1 - eps on the target, eps spread over the rest, nothing on padding. Well done!"
-        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-            raise _Failure(f"expected shape {tuple(expected.shape)} (N, vocab_size).")
-        if not math.isclose(got[0, 4].item(), 1 - eps, abs_tol=1e-6):
-            raise _Failure(f"the target token should get 1 - eps = {1 - eps}, got {got[0, 4].item():.4f}.")
-        if got[0, pad_id].abs().item() > 1e-6:
-            raise _Failure("<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0.")
-        if got[1].abs().sum() > 1e-6:
-            raise _Failure("a row whose target is padding should be all zero, so it adds nothing to the loss.")
-        raise _Failure(
-            f"the other tokens should share eps equally: eps / (vocab_size - 2) = {eps / (vocab_size - 2):.4f} "
-            f"each (not the target, not <pad>); got {got[0, 1].item():.4f}."
-        )
-
-    return _run("check_label_smoothing", body)
-
-
-def check_feed_forward(module_class: type) -> CheckResult:
-    """``module_class(d_model, d_ff)`` with ``nn.Linear`` attributes ``linear1``, ``linear2``:
-    ``FFN(x) = max(0, x W1 + b1) W2 + b2`` at every position."""
-
-    def body() -> str:
-        d_model, d_ff = 8, 32
-        student = _call(f"{module_class.__name__}({d_model}, {d_ff})", module_class, d_model, d_ff)
-        reference = PositionwiseFeedForward(d_model, d_ff)
-        if not all(isinstance(getattr(student, n, None), nn.Linear) for n in ("linear1", "linear2")):
-            raise _Failure(
-                "this check copies weights through attributes linear1 (d_model -> d_ff) and linear2 "
-                "(d_ff -> d_model); define both as nn.Linear."
-            )
-        try:
-            reference.linear1.load_state_dict(student.linear1.state_dict())
-            reference.linear2.load_state_dict(student.linear2.state_dict())
-        except RuntimeError:
-            raise _Failure(
-                f"linear1 must be nn.Linear({d_model}, {d_ff}) and linear2 nn.Linear({d_ff}, {d_model})."
-            ) from None
-        x = torch.randn(2, 5, d_model)
-        out = _call("your feed-forward", student, x)
-        if _close(out, reference(x)):
-            return "two linear layers around a ReLU, the same at every position. Well done!"
-        if _close(out, reference.linear2(reference.linear1(x))):
-            raise _Failure("without the ReLU, two linear layers are just one linear layer. Hint: torch.relu between.")
-        raise _Failure("the output differs from linear2(relu(linear1(x))).")
-
-    return _run("check_feed_forward", body)
+    return _judge("check_label_smoothing", make_targets)
 
 
 def check_noam_lr(schedule: Callable) -> CheckResult:
     """``schedule(step, d_model, warmup) -> float``, the paper's learning rate (eq. 3), steps counted from 1."""
-
-    def body() -> str:
-        for d_model, warmup in ((512, 4000), (64, 100)):
-            for step in (1, warmup // 2, warmup, 3 * warmup, 20 * warmup):
-                got, expected = _call("your schedule", schedule, step, d_model, warmup), noam_lr(step, d_model, warmup)
-                if not isinstance(got, (int, float)) or not math.isclose(got, expected, rel_tol=1e-6):
-                    phase = "warm-up (step <= warmup)" if step <= warmup else "decay (step > warmup)"
-                    raise _Failure(
-                        f"at step {step} (d_model={d_model}, warmup={warmup}, in the {phase}) expected "
-                        f"{expected:.3e}, got {got!r}. Hint: d_model**-0.5 * min(step**-0.5, "
-                        "step * warmup**-1.5)."
-                    )
-        return "rises linearly during warm-up, peaks at step = warmup, then decays as 1/sqrt(step). Well done!"
-
-    return _run("check_noam_lr", body)
+    return _judge("check_noam_lr", schedule)
 
 
 def check_temperature_softmax(softmax_with_temperature: Callable) -> CheckResult:
     """``softmax_with_temperature(logits (..., V), temperature) -> probabilities (..., V)``."""
-
-    def body() -> str:
-        logits = torch.tensor([[2.0, 1.0, 0.1, -1.0], [0.5, 0.5, 3.0, 0.0]])
-        for temperature in (0.1, 1.0, 5.0):
-            got = _call("your function", softmax_with_temperature, logits, temperature)
-            expected = (logits / temperature).softmax(-1)
-            if _close(got, expected):
-                continue
-            if _close(got, (logits * temperature).softmax(-1)):
-                raise _Failure("you multiplied by the temperature; divide: a high temperature should flatten.")
-            raise _Failure(
-                f"at temperature {temperature} expected {expected.tolist()}. Hint: "
-                "`(logits / temperature).softmax(dim=-1)`."
-            )
-        return "low temperatures sharpen, high ones flatten. Well done!"
-
-    return _run("check_temperature_softmax", body)
+    return _judge("check_temperature_softmax", softmax_with_temperature)
 
 
 def check_shard_loss(shard_loss: Callable) -> CheckResult:
-    """``shard_loss(logits (B, T, V), target (B, T), global_tokens, world_size) -> scalar``.
-
-    The loss that each of ``world_size`` data-parallel processes should backpropagate so that DDP's average of
-    their gradients is the gradient of the mean cross-entropy over all ``global_tokens`` non-pad tokens of the
-    whole batch (pad id 0), however unequally the tokens are spread over the processes.
-    """
-
-    def body() -> str:
-        gen = torch.Generator().manual_seed(0)
-        vocab_size = 7
-        for world_size in (2, 3):
-            shards = []
-            for rank in range(world_size):
-                batch, length = 2, 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
-                target = torch.randint(1, vocab_size, (batch, length), generator=gen)
-                target[0, length - rank - 1 :] = 0  # some padding
-                shards.append((torch.randn(batch, length, vocab_size, generator=gen), target))
-            counts = [int((target != 0).sum()) for _, target in shards]
-            sums = [
-                F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum")
-                for logits, target in shards
-            ]
-            global_tokens = sum(counts)
-            expected = sum(sums) / global_tokens  # the big batch's mean over all its tokens
-            got = [_call("your function", shard_loss, logits, target, global_tokens, world_size)
-                   for logits, target in shards]
-            if not all(isinstance(g, torch.Tensor) and g.dim() == 0 for g in got):
-                raise _Failure("return one scalar tensor per process (a 0-dim tensor, as `loss.backward()` needs).")
-            averaged = sum(got) / world_size  # what DDP's gradient averaging amounts to
-            if _close(averaged, expected):
-                continue
-            if all(_close(g, total / n) for g, total, n in zip(got, sums, counts, strict=True)):
-                raise _Failure(
-                    "you averaged over each process's own tokens. With unequal shards the average of those "
-                    "means is not the mean over all tokens. Hint: sum over this shard's non-pad tokens and "
-                    "divide by `global_tokens`."
-                )
-            if _close(averaged * world_size, expected):
-                raise _Failure(
-                    f"the processes' average is {world_size} times too small: DDP divides the summed gradients "
-                    "by `world_size`, so multiply your loss by `world_size` to undo it."
-                )
-            raise _Failure(
-                f"with {world_size} processes their average is {averaged.item():.4f}, the big batch's mean is "
-                f"{expected.item():.4f}. Hint: cross-entropy summed over this shard's non-pad tokens "
-                "(`reduction='sum', ignore_index=0`), times `world_size`, divided by `global_tokens`."
-            )
-        return "the processes' average equals the big batch's mean over all tokens, however unequal. Well done!"
-
-    return _run("check_shard_loss", body)
-
+    """``shard_loss(logits (B, T, V), target (B, T), global_tokens, world_size) -> scalar``: the loss each of
+    ``world_size`` data-parallel processes backpropagates so that DDP's average of their gradients is the gradient
+    of the mean cross-entropy over all ``global_tokens`` non-pad tokens (pad id 0), however unequal the shards."""
+    return _judge("check_shard_loss", shard_loss)

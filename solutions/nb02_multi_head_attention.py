@@ -1,0 +1,41 @@
+"""Notebook 02 · multi-head attention: split and combine heads, and the whole module."""
+
+import math
+
+from torch import nn
+
+
+def my_split_heads(x, num_heads):
+    """``(B, T, h * d) -> (B, h, T, d)``: view the features as heads, then move the heads before T."""
+    batch, length, width = x.shape
+    return x.view(batch, length, num_heads, width // num_heads).transpose(1, 2)  # (B, h, T, d)
+
+
+def my_combine_heads(x):
+    """``(B, h, T, d) -> (B, T, h * d)``: transpose back first, so each token keeps its own features."""
+    batch, heads, length, width = x.shape
+    return x.transpose(1, 2).reshape(batch, length, heads * width)  # (B, T, h * d)
+
+
+class MyMultiHeadAttention(nn.Module):
+    """The paper's multi-head attention; projections without bias, as in its equations."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.w_q = nn.Linear(d_model, d_model, bias=False)
+        self.w_k = nn.Linear(d_model, d_model, bias=False)
+        self.w_v = nn.Linear(d_model, d_model, bias=False)
+        self.w_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, query, key, value, mask=None):
+        q = my_split_heads(self.w_q(query), self.num_heads)  # (B, h, T_q, d_k)
+        k = my_split_heads(self.w_k(key), self.num_heads)  # (B, h, T_k, d_k)
+        v = my_split_heads(self.w_v(value), self.num_heads)  # (B, h, T_k, d_k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, T_q, T_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return self.w_o(my_combine_heads(scores.softmax(dim=-1) @ v))  # (B, T_q, d_model)
+
+
+ANSWERS = {}

@@ -1,0 +1,66 @@
+"""Notebook 04 · the encoder: LayerNorm, the feed-forward network and the encoder layer."""
+
+import torch
+from torch import nn
+
+import transformer_lib as tl
+
+
+class MyLayerNorm(nn.Module):
+    """Normalise each token over its features (biased variance, like nn.LayerNorm), then scale and shift."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gain
+        self.bias = nn.Parameter(torch.zeros(d_model))  # shift
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+class MyFeedForward(nn.Module):
+    """``linear2(relu(linear1(x)))`` at every position."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_model)
+
+
+class MyEncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each with a residual connection and a LayerNorm (post-LN or pre-LN)."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = tl.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = MyFeedForward(d_model, d_ff)
+        self.norm1, self.norm2 = MyLayerNorm(d_model), MyLayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        def attend(y):
+            return self.self_attn(y, y, y, mask)[0]
+
+        if self.norm_first:  # x + f(norm(x))
+            x = x + attend(self.norm1(x))
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + attend(x))  # norm(x + f(x))
+        return self.norm2(x + self.feed_forward(x))  # (B, T, d_model)
+
+
+ANSWERS = {
+    "4": (
+        "Attention output is a weighted average of (projected) value vectors: for fixed weights it is linear in "
+        "the values, and the only nonlinearity is the softmax that computes the weights. Without FFNs every layer "
+        "only re-mixes linear projections of its inputs, so the model cannot apply a nonlinear function to a "
+        "token's own features (for example a ReLU feature detector, or an XOR of two features of one token), and "
+        "W_O of one layer and W_V of the next collapse into one matrix. The FFN is the per-token nonlinear "
+        "transformation (and holds most parameters); attention moves information between positions."
+    ),
+}

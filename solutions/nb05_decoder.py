@@ -1,0 +1,43 @@
+"""Notebook 05 · the decoder: the decoder layer, and cross-attention."""
+
+from torch import nn
+
+import transformer_lib as tl
+
+
+class MyDecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention to the memory, feed-forward; each with residual and LayerNorm."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = tl.MultiHeadAttention(d_model, num_heads)
+        self.cross_attn = tl.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = tl.PositionwiseFeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        sublayers = [
+            (self.norm1, lambda y: self.self_attn(y, y, y, tgt_mask)[0]),  # causal (and padding) mask
+            (self.norm2, lambda y: my_cross_attention(self.cross_attn, y, memory, memory_mask)),
+            (self.norm3, self.feed_forward),
+        ]
+        for norm, sublayer in sublayers:
+            x = x + sublayer(norm(x)) if self.norm_first else norm(x + sublayer(x))  # (B, T_tgt, d_model)
+        return x
+
+
+def my_cross_attention(attn, x, memory, memory_mask):
+    """Queries from the decoder ``x (B, T_tgt, d)``; keys and values from the encoder's ``memory (B, T_src, d)``;
+    ``memory_mask (B, 1, 1, T_src)`` hides the source's padding."""
+    return attn(x, memory, memory, memory_mask)[0]  # (B, T_tgt, d_model)
+
+
+ANSWERS = {
+    "3": (
+        "The causal mask stops a target position from seeing *later target* tokens, which are not known at "
+        "generation time. Cross-attention's keys and values are the encoder's memory: the whole source sentence, "
+        "which is given in full before decoding starts, so every target position may read all of it. Its only mask "
+        "is the source's padding mask."
+    ),
+}

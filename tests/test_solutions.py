@@ -1,0 +1,144 @@
+"""The teacher's edition: every exercise has a reference solution that its check passes, a stub that the check
+calls "not implemented yet", and a typical wrong answer that earns a specific hint; every Think/Experiment
+question has a model answer."""
+
+import inspect
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import solutions
+import transformer_lib as tl
+
+IDS = [f"{nb}-{num}-{name}" for nb, num, name, _, _ in solutions.EXERCISES]
+
+
+def grade(check: str, code):
+    """Call the check named in the exercise table (``check_causal_mask(..., with_cache=True)`` included)."""
+    options = {"with_cache": True} if "with_cache" in check else {}
+    return getattr(tl.checks, check.split("(")[0])(code, **options)
+
+
+def stub_like(solution):
+    """The notebook's stub of an exercise: a function, or an nn.Module whose ``__init__`` is not written yet."""
+    if isinstance(solution, type):
+
+        class Stub(nn.Module):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+                raise NotImplementedError
+
+        return Stub
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    return stub
+
+
+@pytest.mark.parametrize(("notebook", "number", "name", "asked", "check"), solutions.EXERCISES, ids=IDS)
+def test_reference_solution_passes_and_stub_is_not_implemented(notebook, number, name, asked, check):
+    solution = solutions.solution(notebook, name)
+    result = grade(check, solution)
+    assert result and result.message.startswith("✅"), result.message
+    stub = grade(check, stub_like(solution))
+    assert not stub and "not implemented yet" in stub.message
+
+
+def _wrong_mha(bias: bool):
+    class WrongMHA(solutions.solution("02", "MyMultiHeadAttention")):
+        def forward(self, query, key, value, mask=None):  # one sequence's mask for the whole batch
+            return super().forward(query, key, value, None if mask is None else mask[:1])
+
+    return WrongMHA
+
+
+class PostLNAlways(nn.Module):  # norm_first ignored: always post-LN
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layer = solutions.solution("04", "MyEncoderLayer")(d_model, num_heads, d_ff, norm_first=False)
+        self.self_attn, self.feed_forward = self.layer.self_attn, self.layer.feed_forward
+        self.norm1, self.norm2 = self.layer.norm1, self.layer.norm2
+
+    def forward(self, x, mask=None):
+        return self.layer(x, mask)
+
+
+class DecoderNoMemoryMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layer = solutions.solution("05", "MyDecoderLayer")(d_model, num_heads, d_ff, norm_first)
+        for name in ("self_attn", "cross_attn", "feed_forward", "norm1", "norm2", "norm3"):
+            setattr(self, name, getattr(self.layer, name))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        return self.layer(x, memory, tgt_mask, None)
+
+
+class PositionalEncodingParameter(nn.Module):
+    def __init__(self, d_model, max_len):
+        super().__init__()
+        self.pe = nn.Parameter(tl.sinusoidal_encoding(d_model=d_model, max_len=max_len)[None])
+
+    def forward(self, x):
+        return x + self.pe[:, : x.size(1)]
+
+
+class LayerNormUnbiased(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * self.weight + self.bias
+
+
+class FeedForwardNoRelu(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(self.linear1(x))
+
+
+WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
+    "my_attention": (lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, ~mask if mask is not None
+                                                                                 else None), "opposite polarity"),
+    "my_causal_mask": (lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "not the past"),
+    "my_split_heads": (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
+    "my_combine_heads": (lambda x: x.reshape(x.size(0), x.size(2), -1), "transpose back"),
+    "MyMultiHeadAttention": (_wrong_mha(False), "first sequence's mask"),
+    "my_sinusoidal_encoding": (lambda d, n: tl.sinusoidal_encoding(d_model=n, max_len=d), "swapped the arguments"),
+    "MyPositionalEncoding": (PositionalEncodingParameter, "register_buffer"),
+    "MyLayerNorm": (LayerNormUnbiased, "unbiased variance"),
+    "MyFeedForward": (FeedForwardNoRelu, "without the ReLU"),
+    "MyEncoderLayer": (PostLNAlways, "post-LN and pre-LN are swapped"),
+    "MyDecoderLayer": (DecoderNoMemoryMask, "ignored memory_mask"),
+    "my_cross_attention": (lambda attn, x, memory, mask: attn(memory, x, x, mask)[0], "queries come from"),
+    "my_smoothed_targets": (lambda t, v, e, p: tl.smoothed_targets(t, v, e, 0), "pad_id"),
+    "my_noam_lr": (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.0), "warm-up"),
+    "my_softmax_with_temperature": (lambda logits, t: (logits * t).softmax(-1), "multiplied"),
+    "my_cached_causal_mask": (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "every cached token"),
+    "my_shard_loss": (
+        lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
+        "own tokens",
+    ),
+}
+
+
+@pytest.mark.parametrize(("notebook", "number", "name", "asked", "check"), solutions.EXERCISES, ids=IDS)
+def test_a_typical_wrong_answer_gets_a_specific_hint(notebook, number, name, asked, check):
+    wrong, words = WRONG[name]
+    result = grade(check, wrong)
+    assert not result and words in result.message, result.message
+
+
+def test_every_think_question_has_a_model_answer_and_every_solution_is_documented():
+    for name, module in solutions.modules().items():
+        for number in solutions.THINK.get(name[2:4], []):
+            assert len(module.ANSWERS.get(number, "")) > 200, f"{name}: no model answer for exercise {number}"
+    for notebook, _, name, _, _ in solutions.EXERCISES:
+        assert inspect.getdoc(solutions.solution(notebook, name)), f"{notebook} {name} has no docstring"
