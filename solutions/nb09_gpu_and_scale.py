@@ -12,11 +12,12 @@ def my_shard_loss(logits, target, global_tokens, world_size):
 
 ANSWERS = {
     "2": (
-        "float16's range: its smallest normal number is about 6e-5 (subnormals reach 6e-8), while bfloat16 keeps "
-        "float32's 8-bit exponent (down to about 1e-38) and gives up mantissa bits instead. Gradients of a loss "
-        "averaged over many tokens are often smaller than 1e-5 to 1e-8, so in float16 they underflow to zero and "
-        "those weights stop learning. The GradScaler multiplies the loss by a large factor before backward, so the "
-        "gradients land in float16's range, unscales them before the optimizer step, and skips steps whose "
-        "gradients overflowed to inf/NaN (lowering the factor)."
+        "Every query must still meet every key: the T x T dot products q·k and the weighted sum over T values are "
+        "O(T^2 · d_k) arithmetic per head whatever the kernel does; a fused kernel only avoids storing the T x T "
+        "matrix and moving it through main memory. To grow more slowly the model itself must change so that each "
+        "query sees fewer keys or the keys are summarised: local or sliding-window attention (each query sees w "
+        "keys: O(T · w)), sparse patterns (Child et al. 2019, 'Generating Long Sequences with Sparse "
+        "Transformers'), or linear attention that replaces softmax(QK^T)V by a kernel feature map (Katharopoulos "
+        "et al. 2020, 'Transformers are RNNs'). Each changes what the model can compute, not just how fast."
     ),
 }
