@@ -11,20 +11,35 @@ NOMPL  := env -u MPLBACKEND
 # Two pytest workers on two cores: one thread each. With torch's default (a thread per core) in both, the
 # threads fight for the cores and training cells run up to 9x slower (measured: 259 s instead of 29 s).
 TESTENV := $(NOMPL) OMP_NUM_THREADS=1
+# PyTorch from PyPI: the CUDA build on Linux x86-64, the CPU (and Apple MPS) build on macOS and Windows.
+# `make lab TORCH_INDEX=cpu` (or `make setup TORCH_INDEX=cpu`) on a fresh clone installs the same pinned version
+# from PyTorch's CPU-only index instead: the small build for Linux laptops without an NVIDIA GPU. Any other
+# value is used as the index URL (e.g. https://download.pytorch.org/whl/cu128).
+TORCH_INDEX ?=
+TORCH_INDEX_URL := $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,$(TORCH_INDEX))
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300
 
-.PHONY: setup lab test test-unit test-notebooks test-browser notebooks images lint bench clean
+.PHONY: setup lab test test-unit test-notebooks test-browser site notebooks solutions images lint bench clean
 
 setup: $(STAMP)
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_INDEX_URL),$(PY) -m pip install --quiet --disable-pip-version-check \
+		"$$(grep '^torch==' requirements.txt)" --index-url $(TORCH_INDEX_URL))
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-lab: setup  ## open JupyterLab on the notebooks (token auth, this machine only)
-	$(NOMPL) $(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1
+# `make lab` serves the repository root, so the notebooks' `../images/` diagrams load, and opens notebook 01.
+FIRST_NOTEBOOK := $(firstword $(sort $(wildcard notebooks/*.ipynb)))
+LAB_ROOT_FLAG  := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+
+lab: setup  ## open JupyterLab on the repository (token auth, this machine only); Ctrl-C twice stops it
+	@echo "JupyterLab serves $(CURDIR) and opens $(FIRST_NOTEBOOK)."
+	@echo "Stop it with Ctrl-C in this terminal (press it twice, or once and answer y)."
+	$(NOMPL) $(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/$(FIRST_NOTEBOOK) \
+		$(LAB_ROOT_FLAG)
 
 test: setup  ## unit tests and nbval over every notebook, two workers, one notebook per worker
 	$(TESTENV) $(PY) -m pytest -n 2 --dist loadfile $(NBVAL) tests notebooks
@@ -37,24 +52,32 @@ test-notebooks: setup
 
 CHROMIUM := /usr/bin/chromium
 
-test-browser: setup  ## JupyterLab in headless Debian chromium: run notebook 02, move a head slider (skips without chromium)
+# Every notebook run in JupyterLab in headless Debian chromium, every widget control moved, and the static site
+# checked page by page; two workers (06 and 07 share one, as 07 loads the model 06 saves). Skips without chromium.
+test-browser: setup site
 	test -x $(CHROMIUM) || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium) \
 		|| echo "could not install chromium: the browser test will skip"
 	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt \
 		|| echo "could not install Playwright: the browser test will skip"
-	$(NOMPL) $(PY) -m pytest -v -rs --run-browser tests/browser
+	$(TESTENV) $(PY) -m pytest -v -rs -n 2 --dist loadgroup --run-browser tests/browser
+
+site: setup  ## the executed notebooks as a static website in build/site/ (index.html, no kernel needed)
+	$(PY) tools/make_site.py build/site
 
 notebooks: setup  ## execute every notebook in place on the CPU, then drop widget state and timestamps
 	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.timeout=600 notebooks/*.ipynb
 	$(VENV)/bin/nbstripout --keep-output --keep-count notebooks/*.ipynb
 
+solutions: setup  ## the teacher's edition: build/solutions/NN_name.ipynb, stubs replaced by solutions/, executed
+	CUDA_VISIBLE_DEVICES= $(TESTENV) $(PY) -m solutions.build_notebooks $(NOTEBOOKS)
+
 images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
 lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks images
+	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools
 
 bench: setup
 	$(PY) -m transformer_lib.bench

@@ -44,5 +44,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="browser test: run it with `make test-browser`")
     for item in items:
-        if "browser" in item.keywords:
+        if item.get_closest_marker("browser"):
             item.add_marker(skip)

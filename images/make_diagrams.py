@@ -8,13 +8,14 @@ for the same kind of block everywhere:
 - ``multi_head_attention.png``: project, split into h heads, attend, combine, project
 - ``encoder_layer.png`` and ``decoder_layer.png``: the sublayers with residual connections and post-LN
 - ``architecture.png``: the whole encoder-decoder model of the paper
+- ``split_combine.png``: how ``split_heads`` moves the features of ``(T, d_model)`` into ``(h, T, d_k)``
 """
 
 import sys
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
 COLORS = {
     "attention": "#fbd5a5",
@@ -35,7 +36,9 @@ DIAGRAM_NAMES = (
     "encoder_layer.png",
     "decoder_layer.png",
     "architecture.png",
+    "split_combine.png",
 )
+HEAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
 def new_canvas(width: float, height: float, title: str):
@@ -268,10 +271,62 @@ def draw_architecture():
     return fig
 
 
+def draw_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2, fig=None):
+    """How ``split_heads`` moves features, each cell numbered by its feature and coloured by the head that owns
+    it: ``(T, d_model) -> (T, h, d_k) -> (h, T, d_k)``; ``combine_heads`` walks the same way back.
+
+    ``fig``: draw into this figure (``viz.plot_split_combine`` passes a pyplot one) instead of a new bare one.
+    """
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+    d_k = d_model // num_heads
+    grouped_width = num_heads * (d_k + 1) - 1  # heads side by side with a one-cell gap
+    stacked_height = num_heads * (num_tokens + 1) - 1  # heads one above the other
+    size = (2 + 0.45 * (d_model + grouped_width + d_k + 3), 0.3 * stacked_height + 1.4)
+    fig = Figure(figsize=size) if fig is None else fig
+    fig.set_size_inches(*size)
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [d_model + 1, grouped_width + 1, d_k + 3]})
+
+    def cell(ax, x, y, feature):
+        color = HEAD_COLORS[(feature // d_k) % len(HEAD_COLORS)]
+        ax.add_patch(Rectangle((x, y), 1, 1, fc=color, ec="white", alpha=0.85))
+        ax.text(x + 0.5, y + 0.5, str(feature), ha="center", va="center", fontsize=7, color="white")
+
+    top_row = stacked_height - num_tokens  # rows of the first two panels, aligned with the top of the third
+    for t in range(num_tokens):
+        for ax in axes[:2]:
+            ax.text(-0.3, top_row + num_tokens - 1 - t + 0.5, f"t{t}", ha="right", va="center", fontsize=8)
+        for f in range(d_model):
+            head, k = divmod(f, d_k)
+            cell(axes[0], f, top_row + num_tokens - 1 - t, f)  # (T, d_model)
+            cell(axes[1], head * (d_k + 1) + k, top_row + num_tokens - 1 - t, f)  # (T, h, d_k): a view
+            block = (num_heads - 1 - head) * (num_tokens + 1)  # (h, T, d_k): one (T, d_k) block per head
+            cell(axes[2], k, block + num_tokens - 1 - t, f)
+            if k == 0:
+                axes[2].text(-0.3, block + num_tokens - 1 - t + 0.5, f"t{t}", ha="right", va="center", fontsize=7)
+    for head in range(num_heads):
+        axes[2].text(d_k + 0.3, (num_heads - 1 - head) * (num_tokens + 1) + num_tokens / 2, f"head {head}",
+                     va="center", fontsize=8, color=HEAD_COLORS[head % len(HEAD_COLORS)])
+    titles = [
+        f"x: (T, d_model) = ({num_tokens}, {d_model})",
+        f".view: (T, h, d_k) = ({num_tokens}, {num_heads}, {d_k})",
+        f".transpose(1, 2):\n(h, T, d_k) = ({num_heads}, {num_tokens}, {d_k})",
+    ]
+    for ax, width, title in zip(axes, (d_model, grouped_width, d_k + 2.5), titles, strict=True):
+        ax.set_xlim(-1.2, width + 0.2)
+        ax.set_ylim(-0.2, stacked_height + 0.2)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title, fontsize=9)
+    fig.text(0.5, 0.02, "split_heads runs left to right; combine_heads runs right to left (transpose back, then "
+             "reshape). Numbers are feature indices; colours are heads.", ha="center", fontsize=8)
+    return fig
+
+
 def draw_all(out_dir: Path) -> list[Path]:
     """Draw every diagram into ``out_dir`` and return the paths written."""
     drawers = (draw_scaled_dot_product_attention, draw_multi_head_attention, draw_encoder_layer,
-               draw_decoder_layer, draw_architecture)
+               draw_decoder_layer, draw_architecture, draw_split_combine)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, draw in zip(DIAGRAM_NAMES, drawers, strict=True):

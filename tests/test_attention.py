@@ -45,8 +45,8 @@ def test_sdpa_causal_weights_above_the_diagonal_are_zero():
 
 def test_sdpa_fully_masked_row_gives_zero_weights_and_finite_gradients():
     q, k, v = (t.requires_grad_() for t in random_qkv(1))
-    mask = torch.ones(T, T, dtype=torch.bool)
-    mask[2] = False  # query 2 may attend to nothing
+    mask = torch.ones(1, T, T, dtype=torch.bool)  # one dim per score axis: (1, T_q, T_k)
+    mask[:, 2] = False  # query 2 may attend to nothing
     out, weights = tl.scaled_dot_product_attention(q, k, v, mask)
     assert torch.all(weights[:, 2] == 0) and torch.all(out[:, 2] == 0)
     assert torch.isfinite(out).all()
@@ -210,7 +210,7 @@ def test_error_mask_of_wrong_dtype():
     mha = tl.MultiHeadAttention(D, H)
     x = torch.randn(B, T, D)
     for need_weights in (False, True):
-        with pytest.raises(ValueError, match="must have dtype torch.bool .True = may attend., got torch.float32"):
+        with pytest.raises(TypeError, match="must have dtype torch.bool .True = may attend., got torch.float32"):
             mha(x, x, x, mask=torch.ones(1, 1, T, T), need_weights=need_weights)
 
 
@@ -218,8 +218,8 @@ def test_error_mask_of_wrong_shape():
     mha = tl.MultiHeadAttention(D, H)
     x = torch.randn(B, T, D)
     for need_weights in (False, True):
-        with pytest.raises(ValueError, match=r"mask of shape \(2, 7\) cannot broadcast to scores \(2, 4, 5, 5\)"):
-            mha(x, x, x, mask=torch.ones(2, 7, dtype=torch.bool), need_weights=need_weights)
+        with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 4, 5, 5\)"):
+            mha(x, x, x, mask=torch.ones(2, 1, 1, 7, dtype=torch.bool), need_weights=need_weights)
 
 
 def test_error_query_and_key_widths_differ():

@@ -34,6 +34,26 @@ def test_main_prints_both_tables(capsys, monkeypatch):
         "attention_growth",
         lambda **kw: growth(lengths=(4,), batch=1, d_model=8, num_heads=2, device=kw["device"], repeats=1),
     )
+    memory = bench.attention_memory
+    monkeypatch.setattr(
+        bench,
+        "attention_memory",
+        lambda **kw: memory(lengths=(4,), batch=1, d_model=8, num_heads=2, device=kw["device"]),
+    )
     bench.main(["--device", "cpu", "--repeats", "1"])
     out = capsys.readouterr().out
-    assert "nn.MultiheadAttention(need_weights=False)" in out and "Growth with T" in out
+    assert "nn.MultiheadAttention(need_weights=False)" in out and "Growth with T" in out and "Peak memory" in out
+
+
+def test_attention_memory_measures_a_quadratic_explicit_peak_and_a_smaller_fused_one():
+    rows = bench.attention_memory(lengths=(64, 128, 256), batch=2, d_model=32, num_heads=2, device=torch.device("cpu"))
+    assert [r["T"] for r in rows] == [64, 128, 256]
+    for row in rows:  # the explicit path holds at least the (B, h, T, T) weights at its peak
+        assert row["explicit_peak_MiB"] >= row["weights_MiB"] > 0
+        assert 0 < row["fast_peak_MiB"] < row["explicit_peak_MiB"]
+    assert rows[-1]["explicit_peak_MiB"] > 8 * rows[0]["explicit_peak_MiB"]  # x16 in T^2 over two doublings
+
+
+def test_peak_memory_counts_a_tensor_that_lives_inside_the_call():
+    peak = bench.peak_memory_MiB(lambda: torch.ones(2**20).sum(), torch.device("cpu"))  # 4 MiB, freed inside
+    assert peak >= 4.0

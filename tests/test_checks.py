@@ -114,10 +114,9 @@ def test_cached_causal_mask_check():
         ),
         (
             "check_shard_loss",
-            lambda logits, target, n, p: F.cross_entropy(
-                logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum"
-            )
-            / n,
+            lambda logits, target, n, p: (
+                F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum") / n
+            ),
             "times too small",
         ),
         (
@@ -188,8 +187,9 @@ class NarrowMHA(BiasFreeMHA):
 def test_attention_checks_see_per_sequence_masks_and_the_opposite_polarity():
     result = tl.checks.check_attention(one_mask_for_the_batch)
     assert not result and "first sequence's mask" in result.message
-    opposite = tl.checks.check_attention(lambda q, k, v, mask=None: tl.scaled_dot_product_attention(
-        q, k, v, None if mask is None else ~mask))
+    opposite = tl.checks.check_attention(
+        lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, None if mask is None else ~mask)
+    )
     assert not opposite and "opposite polarity" in opposite.message
 
 
@@ -216,8 +216,10 @@ def test_positional_encoding_module_must_keep_its_table_in_a_buffer():
 class EncoderLayerNoAttentionResidual(nn.Module):
     def __init__(self, d_model, num_heads, d_ff, norm_first=False):
         super().__init__()
-        self.self_attn, self.feed_forward = tl.MultiHeadAttention(d_model, num_heads), tl.PositionwiseFeedForward(
-            d_model, d_ff)
+        self.self_attn, self.feed_forward = (
+            tl.MultiHeadAttention(d_model, num_heads),
+            tl.PositionwiseFeedForward(d_model, d_ff),
+        )
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
 
     def forward(self, x, mask=None):
@@ -231,16 +233,19 @@ class DecoderLayerCrossWithTargetMask(nn.Module):
         self.layer = tl.DecoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
         self.self_attn, self.cross_attn = self.layer.self_attn, self.layer.cross_attn
         self.feed_forward = self.layer.feed_forward
-        self.norm1, self.norm2, self.norm3 = (getattr(self.layer, n).norm for n in
-                                              ("residual_self", "residual_cross", "residual_ff"))
+        self.norm1, self.norm2, self.norm3 = (
+            getattr(self.layer, n).norm for n in ("residual_self", "residual_cross", "residual_ff")
+        )
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         return self.layer(x, memory, tgt_mask, tgt_mask)  # the target's mask in cross-attention
 
 
 def test_layer_checks_name_missing_residuals_and_wrong_cross_attention_masks():
-    assert "residual connection around the attention" in tl.checks.check_encoder_layer(
-        EncoderLayerNoAttentionResidual).message
+    assert (
+        "residual connection around the attention"
+        in tl.checks.check_encoder_layer(EncoderLayerNoAttentionResidual).message
+    )
     result = tl.checks.check_decoder_layer(DecoderLayerCrossWithTargetMask)
     assert "cross-attention got the wrong mask" in result.message
 
@@ -281,8 +286,12 @@ def _broken_functions(reference):
         with torch.no_grad():
             return reference(*args, **kwargs)
 
-    return {"raises": raises, "None": lambda *a, **k: None, "wrong shape": lambda *a, **k: torch.zeros(1),
-            "no_grad": no_grad}
+    return {
+        "raises": raises,
+        "None": lambda *a, **k: None,
+        "wrong shape": lambda *a, **k: torch.zeros(1),
+        "no_grad": no_grad,
+    }
 
 
 def _broken_classes(reference: type):
@@ -300,9 +309,13 @@ def _broken_classes(reference: type):
         def __init__(self, *args, **kwargs):
             pass
 
-    return {"raises": forward_with(raises), "None": forward_with(lambda self, *a, **k: None),
-            "wrong shape": forward_with(lambda self, *a, **k: torch.zeros(1)), "no_grad": forward_with(no_grad),
-            "not an nn.Module": NotAModule}
+    return {
+        "raises": forward_with(raises),
+        "None": forward_with(lambda self, *a, **k: None),
+        "wrong shape": forward_with(lambda self, *a, **k: torch.zeros(1)),
+        "no_grad": forward_with(no_grad),
+        "not an nn.Module": NotAModule,
+    }
 
 
 def _robustness_cases():
@@ -314,10 +327,15 @@ def _robustness_cases():
         broken = _broken_classes(solution) if isinstance(solution, type) else _broken_functions(solution)
         options = {"with_cache": True} if "with_cache" in check else {}
         cases += [(check.split("(")[0], options, kind, code) for kind, code in broken.items()]
-    cases += [("check_causal_decoder", {}, kind, cls(True)) for kind, cls in _broken_classes(NoCausalMask).items()
-              if kind != "not an nn.Module"] + [("check_causal_decoder", {}, "not an nn.Module", object())]
-    cases += [("check_shifted_targets", {}, kind, code)
-              for kind, code in _broken_functions(lambda tgt: (tgt[:, :-1], tgt[:, 1:])).items()]
+    cases += [
+        ("check_causal_decoder", {}, kind, cls(True))
+        for kind, cls in _broken_classes(NoCausalMask).items()
+        if kind != "not an nn.Module"
+    ] + [("check_causal_decoder", {}, "not an nn.Module", object())]
+    cases += [
+        ("check_shifted_targets", {}, kind, code)
+        for kind, code in _broken_functions(lambda tgt: (tgt[:, :-1], tgt[:, 1:])).items()
+    ]
     return cases
 
 
@@ -328,8 +346,9 @@ def test_robustness_covers_every_check():
     assert {check for check, *_ in ROBUSTNESS} == {name for name in tl.checks.__all__ if name.startswith("check_")}
 
 
-@pytest.mark.parametrize(("check", "options", "kind", "code"), ROBUSTNESS,
-                         ids=[f"{c}-{k}" for c, _, k, _ in ROBUSTNESS])
+@pytest.mark.parametrize(
+    ("check", "options", "kind", "code"), ROBUSTNESS, ids=[f"{c}-{k}" for c, _, k, _ in ROBUSTNESS]
+)
 def test_student_code_never_makes_a_check_raise(check, options, kind, code):
     result = getattr(tl.checks, check)(code, **options)
     assert isinstance(result, tl.checks.CheckResult) and result.message

@@ -76,7 +76,55 @@ def test_every_date_character_is_in_the_vocabulary():
         assert task.vocab.unk_id not in task.vocab.encode(source + target)
 
 
-@pytest.mark.parametrize("bad", [0, 10**6])
-def test_date_task_rejects_impossible_split(bad):
-    with pytest.raises(ValueError, match="num_test must be between 1 and"):
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [(0, "num_test must be a whole number >= 1, got 0"), (10**6, "must be below the 36525 days of 1950-2049")],
+)
+def test_date_task_rejects_impossible_split(bad, message):
+    with pytest.raises(ValueError, match=message):
         tl.DateTask(num_test=bad)
+
+
+TASKS = {
+    "copy": lambda: tl.CopyTask(),
+    "reverse": lambda: tl.CopyTask(reverse=True, seed=3),
+    "copy, few strings": lambda: tl.CopyTask(num_test=8, num_valid=8, min_len=1, max_len=3, alphabet="abc"),
+    "date": lambda: tl.DateTask(num_test=300, num_valid=200, first_year=1990, last_year=1999),
+}
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_held_out_splits_are_disjoint_from_training_and_each_other(name):
+    task = TASKS[name]()
+    test_sources = {s for s, _ in task.test_pairs}
+    valid_sources = {s for s, _ in task.valid_pairs}
+    assert test_sources and valid_sources and test_sources.isdisjoint(valid_sources)
+    if isinstance(task, tl.DateTask):  # a date is held out in every format: compare the dates themselves
+        test_sources = {t for _, t in task.test_pairs}
+        valid_sources = {t for _, t in task.valid_pairs}
+        assert test_sources.isdisjoint(valid_sources)
+        trained = {t for step in range(100) for _, t in task.train_pairs(step, 64)}
+    else:
+        trained = {s for step in range(100) for s, _ in task.train_pairs(step, 64)}
+    assert trained.isdisjoint(test_sources) and trained.isdisjoint(valid_sources)
+
+
+def test_copy_task_held_out_strings_are_distinct_and_short_ones_are_never_trained():
+    task = tl.CopyTask()
+    sources = [s for s, _ in task.test_pairs + task.valid_pairs]
+    assert len(sources) == len(set(sources)) == 1000
+    short_held_out = {s for s in sources if len(s) == 3}
+    assert short_held_out  # some three-letter strings are held out (the ones that used to leak) ...
+    trained = {s for step in range(200) for s, _ in task.train_pairs(step, 64)}
+    assert short_held_out.isdisjoint(trained)  # ... and training never draws them
+
+
+def test_vocab_with_a_non_zero_pad_id():
+    vocab = tl.Vocab("abc", pad_id=5)
+    assert vocab.itos[5] == "<pad>" and vocab.pad_id == 5 and len(vocab) == 7
+    assert {vocab.bos_id, vocab.eos_id, vocab.unk_id, vocab.pad_id} == {0, 1, 2, 5}
+    assert vocab.decode(vocab.encode("cab", bos=True) + [5, vocab.eos_id]) == "cab"
+    batch = tl.make_batch([("abc", "ab"), ("a", "a")], vocab)
+    assert batch.pad_id == 5 and batch.src[1, 1:].tolist() == [5, 5]
+    assert batch.num_target_tokens == 3 + 2
+    assert batch.to("cpu").pad_id == 5

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
+from transformer_lib.decode import filter_top_k_top_p
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,135 @@ def test_beam_search_with_and_without_cache_agree_and_decode_correctly(copy_mode
 
 def test_decoding_rejects_bad_settings(copy_model):
     model, task = copy_model
-    with pytest.raises(ValueError, match="temperature must be > 0"):
-        tl.sample_decode(model, sources(task, 1), 5, 1, 2, temperature=0)
-    with pytest.raises(ValueError, match="beam_width must be >= 1"):
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        tl.sample_decode(model, sources(task, 1), 5, 1, 2, temperature=-1.0)
+    with pytest.raises(ValueError, match="beam_width must be a whole number >= 1, got 0"):
         tl.beam_search(model, sources(task, 1), 5, 1, 2, beam_width=0)
+
+
+def test_top_k_1_and_a_vanishing_temperature_are_greedy(copy_model):
+    model, task = copy_model
+    v, src = task.vocab, sources(task)
+    greedy = tl.greedy_decode(model, src, 12, v.bos_id, v.eos_id)
+    for settings in ({"top_k": 1, "temperature": 5.0}, {"temperature": 0.0}, {"temperature": 1e-9}):
+        sampled = tl.sample_decode(
+            model, src, 12, v.bos_id, v.eos_id, generator=torch.Generator().manual_seed(0), **settings
+        )
+        assert torch.equal(sampled, greedy), settings
+
+
+def test_top_k_keeps_the_k_largest_logits():
+    logits = torch.tensor([[1.0, 4.0, 3.0, 2.0, 0.0]])
+    kept = filter_top_k_top_p(logits, top_k=2)
+    assert torch.isfinite(kept).tolist() == [[False, True, True, False, False]]
+    assert torch.equal(filter_top_k_top_p(logits, top_k=50), logits)  # k above V keeps every token
+
+
+def test_top_p_keeps_the_smallest_set_whose_mass_reaches_p():
+    probs = torch.tensor([[0.1, 0.5, 0.25, 0.15]])
+    logits = probs.log()
+    kept = lambda p: torch.isfinite(filter_top_k_top_p(logits, top_p=p))[0].tolist()
+    assert kept(0.5) == [False, True, False, False]  # 0.5 alone reaches 0.5
+    assert kept(0.6) == [False, True, True, False]  # 0.5 + 0.25
+    assert kept(0.75) == [False, True, True, False]  # reaches exactly
+    assert kept(0.76) == [False, True, True, True]
+    assert kept(1.0) == [True, True, True, True]
+    assert kept(0.01) == [False, True, False, False]  # the most likely token always survives
+
+
+def test_temperature_top_k_and_top_p_combine():
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0]])
+    # T = 1: probabilities about .03 .09 .24 .64 -> top_p=0.8 keeps two tokens
+    assert torch.isfinite(filter_top_k_top_p(logits, top_p=0.8)).sum() == 2
+    # a high temperature flattens them (.21 .24 .26 .29): the same p now needs four; top_k=3 cuts to three
+    flat = logits / 10.0
+    assert torch.isfinite(filter_top_k_top_p(flat, top_p=0.8)).sum() == 4
+    assert torch.isfinite(filter_top_k_top_p(flat, top_k=3, top_p=0.8)).sum() == 3
+    # top_p is measured after the top-k cut: of .30 .33 .37 (renormalised) 0.65 needs the two largest,
+    # of all four (.21 .24 .26 .29) it needs three
+    assert torch.isfinite(filter_top_k_top_p(flat, top_k=3, top_p=0.65))[0].tolist() == [False, False, True, True]
+    assert torch.isfinite(filter_top_k_top_p(flat, top_p=0.65))[0].tolist() == [False, True, True, True]
+
+
+def test_sampling_with_top_k_and_top_p_draws_only_kept_tokens(copy_model):
+    model, task = copy_model
+    v, src = task.vocab, sources(task)
+    greedy = tl.greedy_decode(model, src, 12, v.bos_id, v.eos_id)
+    generator = torch.Generator().manual_seed(0)
+    hot = tl.sample_decode(model, src, 12, v.bos_id, v.eos_id, temperature=50.0, generator=generator)
+    nucleus = tl.sample_decode(
+        model, src, 12, v.bos_id, v.eos_id, temperature=50.0, top_k=2, top_p=0.01, generator=generator
+    )  # top_p=0.01 keeps only the most likely of the top two
+    assert not torch.equal(hot, greedy)  # a very hot distribution wanders ...
+    assert torch.equal(nucleus, greedy)  # ... but the cut leaves one token per step
+
+
+def pad_loving_model(seed=0):
+    """An untrained model whose weights favour <pad>: without masking, every decoder would emit it first."""
+    tl.seed_everything(seed)
+    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(12).replace(share_embeddings=False)).eval()
+    projection = torch.nn.Linear(64, 12)  # the same weights plus a bias that lifts <pad> above every token
+    with torch.no_grad():
+        projection.weight.copy_(model.output_projection.weight)
+        projection.bias.zero_()
+        projection.bias[0] = 20.0
+    model.output_projection = projection
+    return model
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_no_decoder_emits_pad_and_cache_never_changes_the_tokens(seed):
+    model = pad_loving_model(seed)
+    src = torch.randint(4, 12, (4, 6))
+    src[2, 3:] = 0
+    memory_logits = model(src, torch.full((4, 1), 1))  # (B, 1, V): unmasked, <pad> is the favourite
+    assert (memory_logits.argmax(-1) == 0).all()
+    greedy = [tl.greedy_decode(model, src, 10, 1, 2, use_cache=c) for c in (True, False)]
+    sampled = [
+        tl.sample_decode(model, src, 10, 1, 2, generator=torch.Generator().manual_seed(7), use_cache=c)
+        for c in (True, False)
+    ]
+    nucleus = [
+        tl.sample_decode(
+            model, src, 10, 1, 2, top_k=3, top_p=0.9, use_cache=c, generator=torch.Generator().manual_seed(7)
+        )
+        for c in (True, False)
+    ]
+    beams = [tl.beam_search(model, src, 10, 1, 2, beam_width=3, use_cache=c) for c in (True, False)]
+    for cached, plain in (greedy, sampled, nucleus):
+        assert torch.equal(cached, plain)
+        for row in cached.tolist():  # <pad> appears only after <eos>
+            assert 0 not in (row[: row.index(2)] if 2 in row else row)
+    assert beams[0] == beams[1] and all(0 not in beam for beam in beams[0])
+
+
+def test_beam_search_returns_hypotheses_with_their_sequence_log_probability(copy_model):
+    model, task = copy_model
+    v, src = task.vocab, sources(task, 4)
+    found = tl.beam_search(model, src, 12, v.bos_id, v.eos_id, beam_width=3, return_hypotheses=True)
+    assert [hyps[0].tokens for hyps in found] == tl.beam_search(model, src, 12, v.bos_id, v.eos_id, beam_width=3)
+    for row, hyps in zip(src, found, strict=True):
+        assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+        best = hyps[0]
+        scored = tl.sequence_log_prob(model, row[None], torch.tensor([best.tokens]), v.bos_id, v.eos_id)
+        assert scored.item() == pytest.approx(best.log_prob, abs=1e-4)
+
+
+def test_sequence_log_prob_stops_at_eos_and_beam_never_scores_below_greedy_at_width_1(copy_model):
+    model, task = copy_model
+    v, src = task.vocab, sources(task, 6)
+    greedy = tl.greedy_decode(model, src, 12, v.bos_id, v.eos_id)  # (6, <= 12), padded after <eos>
+    greedy_lp = tl.sequence_log_prob(model, src, greedy, v.bos_id, v.eos_id)
+    assert greedy_lp.shape == (6,) and (greedy_lp <= 0).all()
+    widened = torch.cat([greedy, torch.full((6, 3), v.pad_id)], dim=1)  # more padding changes nothing
+    torch.testing.assert_close(tl.sequence_log_prob(model, src, widened, v.bos_id, v.eos_id), greedy_lp)
+    beam_1 = tl.beam_search(model, src, 12, v.bos_id, v.eos_id, beam_width=1, return_hypotheses=True)
+    torch.testing.assert_close(torch.tensor([hyps[0].log_prob for hyps in beam_1]), greedy_lp, atol=1e-4, rtol=0)
+
+
+def test_beam_width_must_be_below_the_vocabulary(copy_model):
+    model, task = copy_model
+    size = len(task.vocab)
+    with pytest.raises(ValueError, match=f"beam_width={size} must be below the vocabulary size {size}"):
+        tl.beam_search(model, sources(task, 1), 5, 1, 2, beam_width=size)
+    assert len(tl.beam_search(model, sources(task, 1), 5, 1, 2, beam_width=size - 1)) == 1

@@ -29,7 +29,7 @@ def test_trace_shapes_records_every_call_in_order_with_shapes(model):
 
 
 def test_trace_shapes_removes_its_hooks_even_after_an_error(model):
-    with pytest.raises(ValueError), tl.trace_shapes(model):
+    with pytest.raises(TypeError), tl.trace_shapes(model):
         model(torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5)).float())
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
 

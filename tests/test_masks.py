@@ -31,8 +31,8 @@ def test_masks_combine_with_and():
 
 
 def test_check_mask_names_shapes_in_its_error():
-    with pytest.raises(ValueError, match=r"mask of shape \(2, 7\) cannot broadcast to scores \(2, 8, 5, 5\)"):
-        tl.check_mask(torch.ones(2, 7, dtype=torch.bool), (2, 8, 5, 5))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 8, 5, 5\)"):
+        tl.check_mask(torch.ones(2, 1, 1, 7, dtype=torch.bool), (2, 8, 5, 5))
 
 
 def test_check_mask_refuses_a_mask_that_would_grow_the_scores():
@@ -41,7 +41,7 @@ def test_check_mask_refuses_a_mask_that_would_grow_the_scores():
 
 
 def test_check_mask_refuses_non_bool_masks():
-    with pytest.raises(ValueError, match="dtype torch.bool"):
+    with pytest.raises(TypeError, match="dtype torch.bool"):
         tl.check_mask(torch.ones(1, 1, 5, 5), (2, 8, 5, 5))
 
 

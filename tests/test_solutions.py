@@ -86,27 +86,21 @@ class PositionalEncodingParameter(nn.Module):
         return x + self.pe[:, : x.size(1)]
 
 
-class LayerNormUnbiased(nn.Module):
-    def __init__(self, d_model):
-        super().__init__()
-        self.weight, self.bias = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
-
-    def forward(self, x):
-        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * self.weight + self.bias
+class LayerNormUnbiased(solutions.solution("04", "MyLayerNorm")):
+    def forward(self, x):  # var() divides by d_model - 1 by default
+        return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
 
 
-class FeedForwardNoRelu(nn.Module):
-    def __init__(self, d_model, d_ff):
-        super().__init__()
-        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-
+class FeedForwardNoRelu(solutions.solution("04", "MyFeedForward")):
     def forward(self, x):
         return self.linear2(self.linear1(x))
 
 
 WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
-    "my_attention": (lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, ~mask if mask is not None
-                                                                                 else None), "opposite polarity"),
+    "my_attention": (
+        lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, ~mask if mask is not None else None),
+        "opposite polarity",
+    ),
     "my_causal_mask": (lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "not the past"),
     "my_split_heads": (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
     "my_combine_heads": (lambda x: x.reshape(x.size(0), x.size(2), -1), "transpose back"),
@@ -142,3 +136,27 @@ def test_every_think_question_has_a_model_answer_and_every_solution_is_documente
             assert len(module.ANSWERS.get(number, "")) > 200, f"{name}: no model answer for exercise {number}"
     for notebook, _, name, _, _ in solutions.EXERCISES:
         assert inspect.getdoc(solutions.solution(notebook, name)), f"{notebook} {name} has no docstring"
+
+
+def test_make_solutions_swaps_a_notebook_stub_for_the_solution_of_the_same_name():
+    from solutions import build_notebooks, nb02_multi_head_attention
+
+    stub = "\n".join(
+        [
+            "class MyMultiHeadAttention(nn.Module):",
+            "    def __init__(self, d_model, num_heads):",
+            "        super().__init__()",
+            "        raise NotImplementedError",
+            "",
+            "tl.checks.check_multi_head_attention(MyMultiHeadAttention)",
+        ]
+    )
+    source, name = build_notebooks._replace_stub(stub, nb02_multi_head_attention)
+    assert name == "MyMultiHeadAttention" and "NotImplementedError" not in source
+    namespace = {"tl": tl}
+    exec(compile(source.replace("tl.checks.check_", "result = tl.checks.check_"), "<cell>", "exec"), namespace)
+    assert namespace["result"], namespace["result"].message
+    assert (
+        build_notebooks._replace_stub("def shard_loss(x):\n    raise NotImplementedError", nb02_multi_head_attention)[0]
+        is None
+    )

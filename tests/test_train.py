@@ -1,3 +1,6 @@
+import dataclasses
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -84,7 +87,7 @@ def test_progress_sums_up_the_run_and_quiet_prints_nothing(capsys):
 
 def test_resumed_checkpoint_continues_with_the_same_loss(tmp_path):
     task = tl.CopyTask()
-    get_batch = lambda s: task.train_batch(s, 16)  # noqa: E731
+    get_batch = lambda s: task.train_batch(s, 16)
     straight = tiny_trainer(task)
     straight.fit(get_batch, 8, progress=False)
 
@@ -142,3 +145,69 @@ def test_train_task_recipe_learns_the_copy_task():
     trainer = tl.train_task(task, steps=300, lr=5e-3, warmup=30, progress=False)
     assert trainer.step == 300
     assert tl.exact_match(trainer.model, task.test_pairs, task.vocab) > 0.9
+
+
+def test_the_cpu_recipe_is_one_frozen_object_that_train_task_reads(monkeypatch):
+    recipe = tl.CPU_RECIPE
+    assert (recipe.steps, recipe.batch_size, recipe.lr, recipe.warmup) == (1600, 64, 3e-3, 100)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        recipe.steps = 10
+    shorter = recipe.replace(steps=5, warmup=2, eps_ls=0.1)
+    assert shorter.eps_ls == 0.1 and shorter.batch_size == recipe.batch_size and recipe.steps == 1600
+    seen = []
+    task = tl.CopyTask(num_test=10, num_valid=10)
+    monkeypatch.setattr(
+        task, "train_batch", lambda step, size: seen.append(size) or tl.CopyTask.train_batch(task, step, size)
+    )
+    trainer = tl.train_task(task, recipe=shorter, batch_size=8, progress=False)
+    assert trainer.step == 5 and seen == [8] * 5
+    assert trainer.loss_fn.eps == 0.1 and trainer.model.config.label_smoothing == 0.1
+    assert max(trainer.history.lr) == pytest.approx(shorter.lr)  # the recipe's peak learning rate
+
+
+def test_train_task_refuses_a_config_that_disagrees_with_the_recipe_or_the_task():
+    task = tl.CopyTask(num_test=10, num_valid=10)
+    config = tl.TransformerConfig.cpu_tiny(len(task.vocab))
+    with pytest.raises(ValueError, match=r"config.label_smoothing=0.1 but recipe.eps_ls=0.0"):
+        tl.train_task(task, config.replace(label_smoothing=0.1), steps=3, warmup=1, progress=False)
+    with pytest.raises(ValueError, match="config.pad_id=3 but the task's vocabulary pads with 0"):
+        tl.train_task(task, config.replace(pad_id=3), steps=3, warmup=1, progress=False)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'learning_rate'"):
+        tl.train_task(task, learning_rate=1e-3)
+
+
+def test_a_non_zero_pad_id_trains_and_decodes():
+    task = tl.CopyTask(num_test=50, num_valid=10, pad_id=7)
+    v = task.vocab
+    assert v.pad_id == 7 and v.itos[7] == "<pad>"
+    trainer = tl.train_task(task, steps=300, lr=5e-3, warmup=30, progress=False)
+    assert trainer.model.config.pad_id == 7 and trainer.loss_fn.pad_id == 7
+    assert all(0.0 <= a <= 1.0 for a in trainer.history.token_accuracy)
+    assert tl.exact_match(trainer.model, task.test_pairs, v) > 0.9
+    src = tl.make_batch(task.test_pairs[:4], v).src  # padded with 7
+    out = tl.greedy_decode(trainer.model, src, 12, v.bos_id, v.eos_id)
+    assert [v.decode(row) for row in out] == [t for _, t in task.test_pairs[:4]]
+
+
+def test_a_loss_far_above_its_start_warns_once_as_divergence():
+    task = tl.CopyTask()
+    trainer = tiny_trainer(task)
+    trainer.train_step(task.train_batch(0, 8))
+    trainer.history.loss[0] = 0.01  # pretend the run started far lower than where it is now
+    with pytest.warns(tl.train.DivergenceWarning, match=r"more than 10 times the first step's 0.01"):
+        trainer.train_step(task.train_batch(1, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainer.train_step(task.train_batch(2, 8))  # once is enough
+
+
+def test_adam_at_an_absurd_learning_rate_is_reported():
+    task = tl.CopyTask()
+    tl.seed_everything(0)
+    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(task.vocab)))
+    trainer = tl.Trainer(model, torch.optim.Adam(model.parameters(), lr=1e6), clip_grad_norm=None)
+    with pytest.warns(tl.train.DivergenceWarning, match="training is diverging"):
+        try:
+            trainer.fit(lambda s: task.train_batch(s, 16), 10, progress=False)
+        except FloatingPointError:
+            pass  # going on, the loss may overflow: that stops training with its own error

@@ -4,12 +4,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-import transformer_lib as tl  # noqa: E402
-from transformer_lib import viz, widgets  # noqa: E402
+import transformer_lib as tl
+from transformer_lib import viz, widgets
 
 
 def test_every_plot_returns_a_figure():
@@ -23,8 +23,11 @@ def test_every_plot_returns_a_figure():
         viz.plot_attention(weights[0], list("abcde"), list("uvwxyz"), title="t", highlight_query=1),
         viz.plot_heads(weights),
         viz.plot_mask(tl.causal_mask(4)[0, 0]),
-        viz.plot_positional_encoding(tl.sinusoidal_encoding(d_model=16, max_len=20)),
+        viz.plot_positional_encoding(tl.sinusoidal_encoding(d_model=16, max_len=20), pair=0),
         viz.plot_encoding_curves(tl.sinusoidal_encoding(d_model=16, max_len=20)),
+        viz.plot_encoding_pair(tl.sinusoidal_encoding(d_model=16, max_len=20), pair=3),
+        viz.plot_mask_and_weights(tl.causal_mask(3)[0, 0], torch.eye(3), ["a", "b", "c"]),
+        viz.plot_heads(weights, vmax="own"),
         viz.plot_schedule({"a": [tl.noam_lr(s, 64, 10) for s in range(1, 50)]}),
         viz.plot_label_smoothing(tl.smoothed_targets(torch.tensor([4, 5]), len(task.vocab), 0.1), task.vocab.itos),
         viz.plot_history(trainer_history, window=5),
@@ -49,6 +52,45 @@ def test_plots_name_the_shape_they_expected():
         viz.plot_heads(torch.rand(5, 5))
     with pytest.raises(ValueError, match="d_model=10 is not divisible by num_heads=3"):
         viz.plot_split_combine(2, 10, 3)
+    with pytest.raises(ValueError, match=r"pair must be in 0..7 for d_model=16, got 8"):
+        viz.plot_encoding_pair(tl.sinusoidal_encoding(d_model=16, max_len=20), pair=8)
+
+
+def drawn_texts(fig) -> list[str]:
+    """Every piece of text on a figure: titles, tick labels, annotations."""
+    return [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+
+
+def test_token_labels_never_start_mathtext():
+    title = viz.plain("wrote '$' so far '29$'")
+    fig = viz.plot_attention(torch.eye(3), ["^", "$", "a"], ["x$", "$y", "$"], title=title)
+    fig.canvas.draw()  # mathtext would parse "$', so far '29$" as math and render it in italics
+    rendered = drawn_texts(fig)
+    assert r"\$" in rendered and "wrote '\\$' so far '29\\$'" in rendered
+    for text in fig.findobj(matplotlib.text.Text):
+        if "$" in text.get_text():
+            assert not text._preprocess_math(text.get_text())[1], text.get_text()  # drawn as plain text
+    matplotlib.pyplot.close("all")
+
+
+def test_heat_maps_have_a_colour_bar_and_a_shared_or_own_scale():
+    weights = torch.full((4, 4), 0.25)  # a perfectly flat map
+    shared = viz.plot_attention(weights, vmax=1.0, colorbar=True)
+    own = viz.plot_attention(weights, colorbar=True)
+    assert len(shared.axes) == 2 and len(own.axes) == 2  # the map and its colour bar
+    assert shared.axes[0].images[0].get_clim() == (0, 1.0)  # flat looks flat on the shared scale
+    assert own.axes[0].images[0].get_clim() == (0, 0.25)
+    grid = viz.plot_heads(torch.rand(8, 5, 5), vmax=1.0)
+    assert len(grid.axes) == 8 + 1  # one colour bar for the whole grid
+    assert len(viz.plot_heads(torch.rand(8, 5, 5), vmax="own").axes) == 8 + 8
+    matplotlib.pyplot.close("all")
+
+
+def test_widget_pictures_are_retina_pngs():
+    explorer = widgets.HeadExplorer(torch.softmax(torch.randn(2, 4, 4), -1))
+    image = explorer._image()
+    pixel_width = int.from_bytes(explorer.png[16:20], "big")  # from the PNG header
+    assert image.width == pixel_width // 2  # shown at half its pixel width: sharp on a HiDPI screen
     with pytest.raises(ValueError, match="the trace recorded no module calls"):
         viz.plot_shape_flow(tl.ShapeTrace())
 
@@ -74,6 +116,7 @@ def test_head_explorer_bounds_come_from_the_weights():
     explorer = widgets.HeadExplorer(weights)
     assert explorer.controls["head"].max == 2
     assert changed(explorer, "head", 2)
+    assert changed(explorer, "scale", "own")
     assert torch.equal(explorer.state["weights"], weights[2])
     explorer.controls["head"].value = 7
     assert explorer.state["head"] == 2
@@ -86,6 +129,19 @@ def test_head_count_explorer_changes_d_k():
     assert explorer.state["d_k"] == 2 and explorer.state["weights"].shape == (4, 5, 5)
 
 
+def test_a_control_with_one_possible_value_is_hidden():
+    one_head = widgets.HeadExplorer(torch.softmax(torch.randn(1, 4, 4), -1))
+    assert one_head.controls["head"].layout.display == "none"
+    assert one_head.controls["scale"].layout.display is None
+    one_layer = widgets.LayerHeadExplorer({"layers.0": torch.softmax(torch.randn(2, 3, 3), -1)})
+    assert one_layer.controls["layer"].layout.display == "none" and one_layer.controls["head"].layout.display is None
+
+
+def test_labels_are_never_truncated():
+    explorer = widgets.TemperatureExplorer(torch.tensor([1.0, 0.0]))
+    assert explorer.controls["temperature"].style.description_width == "initial"
+
+
 def test_mask_builder_toggles():
     builder = widgets.MaskBuilder(["I", "am", "<pad>"])
     assert builder.state["mask"][:, 2].sum() == 0  # nobody attends to the padding
@@ -94,6 +150,8 @@ def test_mask_builder_toggles():
     assert changed(builder, "padding", False)
     assert builder.state["mask"][2, 2]
     torch.testing.assert_close(builder.state["weights"].sum(-1), torch.ones(3))
+    _, expected = tl.scaled_dot_product_attention(builder.q, builder.k, builder.k, builder.state["mask"])
+    torch.testing.assert_close(builder.state["weights"], expected)  # the library's weights, not a copy
 
 
 def test_positional_encoding_explorer_keeps_the_pair_in_bounds():
@@ -120,9 +178,10 @@ def date_model():
 def test_attention_explorer_follows_text_kind_layer_head_and_query(date_model):
     model, vocab = date_model
     explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=12)
+    assert list(explorer.KINDS) == ["self", "masked self", "cross"]  # tl.attention_kind's names
     assert explorer.controls["layer"].max == 1 and explorer.controls["head"].max == 3
     assert explorer.state["weights"].shape[1] == len("3 march 1987")  # cross: keys are source characters
-    for control, value in (("head", 3), ("layer", 1), ("query", 2), ("kind", "encoder self")):
+    for control, value in (("head", 3), ("layer", 1), ("query", 2), ("scale", "own"), ("kind", "self")):
         assert changed(explorer, control, value), control
     assert explorer.controls["query"].max == len("3 march 1987") - 1
     assert changed(explorer, "text", "1 may 2001")
@@ -130,12 +189,40 @@ def test_attention_explorer_follows_text_kind_layer_head_and_query(date_model):
     assert explorer.controls["query"].max == len("1 may 2001") - 1
 
 
+def test_attention_explorer_says_what_is_wrong_with_a_source_and_stays_alive(date_model):
+    model, vocab = date_model
+    explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=8)
+    picture = explorer.png
+    explorer.controls["text"].value = ""
+    assert explorer.error.startswith("the source is empty") and "the source is empty" in explorer.message.value
+    assert explorer.png == picture  # the last good picture stays
+    explorer.controls["text"].value = "3 march 1987 @"
+    assert "'@'" in explorer.error and "Cannot draw this" in explorer.message.value
+    assert changed(explorer, "head", 1)  # the controls still work, on the last good text
+    assert changed(explorer, "text", "4 may 1999")
+    assert explorer.error is None and explorer.message.value == ""
+    with pytest.raises(ValueError, match="kind must be one of"):
+        widgets.AttentionExplorer(model, vocab, "3 may 1999", kind="encoder self")
+
+
+def test_decoding_widgets_label_decoder_rows_by_one_rule(date_model):
+    model, vocab = date_model
+    attention = widgets.AttentionExplorer(model, vocab, "3 march 1987", kind="masked self", max_len=6)
+    decoding = widgets.DecodingExplorer(model, vocab, "3 march 1987", max_len=6)
+    rows = attention.draw().axes[0].get_yticklabels()
+    assert [t.get_text() for t in rows][: len(decoding.row_labels)] == [viz.plain(r) for r in decoding.row_labels]
+    assert decoding.row_labels[0].startswith("^→")
+    matplotlib.pyplot.close("all")
+
+
 def test_decoding_explorer_steps_through_the_output(date_model):
     model, vocab = date_model
     explorer = widgets.DecodingExplorer(model, vocab, "3 march 1987", max_len=6)
     assert explorer.controls["step"].max == len(explorer.tokens) == explorer.rows.size(0)
+    assert explorer.state["labels"][1:] == [""] * (len(explorer.tokens) - 1)  # rows not written are unlabelled
     assert changed(explorer, "step", 3)
     assert explorer.state["written"] == "".join(explorer.tokens[:3])
+    assert explorer.state["labels"][:3] == explorer.row_labels[:3] and explorer.state["labels"][3] == ""
     torch.testing.assert_close(explorer.state["row"].sum(), torch.tensor(1.0))
 
 

@@ -7,7 +7,7 @@ from . import checks
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import AttentionCapture, attention_kind, capture_attention
 from .data import DATE_FORMATS, Batch, CopyTask, DateTask, Seq2SeqTask, Vocab, make_batch
-from .decode import beam_search, exact_match, greedy_decode, sample_decode
+from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .encoder import Encoder, EncoderLayer
 from .interop import copy_from_torch
@@ -24,10 +24,12 @@ from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
 from .shapes import ShapeRecord, ShapeTrace, describe, trace_shapes
 from .train import (
+    CPU_RECIPE,
     CheckpointError,
     History,
     LabelSmoothingLoss,
     Trainer,
+    TrainingRecipe,
     adam_with_warmup,
     load_model_weights,
     noam_lr,

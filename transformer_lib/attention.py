@@ -1,17 +1,27 @@
 """Scaled dot-product attention, splitting and combining heads, and multi-head attention.
 
-Shapes (GUIDE notation): tokens are ``(B, T, d_model)``, one head's tensors are ``(B, h, T, d_k)``, the
-attention scores and weights are ``(B, h, T_q, T_k)``. Masks are bool, True = may attend, broadcastable to
-the scores (see :mod:`transformer_lib.masks`).
+Shapes (notation: NOTATION.md): tokens are ``(B, T, d_model)``, one head's tensors are ``(B, h, T, d_k)``, the
+attention scores and weights are ``(B, h, T_q, T_k)``. Masks are bool, True = may attend, with one dim per
+score axis (see :mod:`transformer_lib.masks`).
+
+What happens when (the rules every function here keeps; tests/test_bad_inputs.py holds them):
+
+- a mask of the wrong rank, dtype, shape or device raises before any arithmetic (a ``(B, T_k)`` padding mask
+  can never be mistaken for ``(T_q, T_k)``);
+- a key or value that the mask hides never reaches the output, not even as NaN (``0 * NaN`` is NaN, so hidden
+  rows are replaced by zeros before the products); a query that may attend to nothing outputs zeros;
+- NaN or infinity in a visible input propagates to the output, as in PyTorch: it is the caller's data;
+- integer or mixed dtypes raise a TypeError that names them; fp16/bf16 scores are scaled before the product
+  and normalised in fp32, so they overflow only where PyTorch's own kernel does.
 """
 
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._arguments import check_positive_ints
 from .masks import check_mask
 
 __all__ = ["scaled_dot_product_attention", "split_heads", "combine_heads", "MultiHeadAttention", "KVCache"]
@@ -30,30 +40,52 @@ def scaled_dot_product_attention(
         q: ``(..., T_q, d_k)`` queries.
         k: ``(..., T_k, d_k)`` keys.
         v: ``(..., T_k, d_v)`` values.
-        mask: optional bool tensor, True = may attend, broadcastable to the scores ``(..., T_q, T_k)``.
-            A query whose every key is masked gets all-zero weights (and a zero output), never NaN.
+        mask: optional bool tensor, True = may attend, with the scores' rank and broadcastable to them
+            ``(..., T_q, T_k)``: for 4-D scores a padding mask is ``(B, 1, 1, T_k)`` and a causal mask
+            ``(1, 1, T_q, T_k)``. A query whose every key is masked gets all-zero weights and a zero output;
+            a key that no query may see cannot reach the output, even if it holds NaN.
         dropout: optional module applied to the weights (the paper's attention dropout).
 
     Returns:
         ``output (..., T_q, d_v)`` and ``weights (..., T_q, T_k)``; each row of weights sums to 1 (or is 0).
+
+    ``q`` is multiplied by ``1/sqrt(d_k)`` *before* the product: the same scores, but in fp16 they stay in
+    range wherever the scaled scores do (``q k^T`` itself can pass fp16's 65504 when the scores do not).
+    The softmax runs in at least fp32 for the same reason.
     """
-    _check_qkv(q, k, v)
-    d_k = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    scores_shape = _check_qkv(q, k, v)  # (..., T_q, T_k)
     if mask is not None:
-        check_mask(mask, scores.shape)
+        check_mask(mask, scores_shape, device=q.device)
+        q, k, v = _zero_hidden(q, k, v, mask)
+    scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (..., T_q, T_k)
+    if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)  # (..., T_q, T_k): each row sums to 1
+    weights = scores.softmax(dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
     if mask is not None:
         # softmax of an all -inf row is NaN; such a query may attend to nothing, so it gets zero weights.
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # (..., T_q, T_k): rows sum to 1 or 0
     if dropout is not None:
         weights = dropout(weights)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """Clear errors for the shape mistakes that otherwise surface as a matmul error deep in the stack."""
+def _zero_hidden(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Zero the queries that may attend to nothing and the keys and values that no query may attend to.
+
+    Their weights are 0 anyway, but ``0 * NaN = NaN``: without this, a NaN in a padded position would turn
+    every output (and gradient) of its sequence into NaN. Elementwise on the inputs: no extra matmul, no sync.
+    """
+    query_sees_something = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    key_is_seen = mask.any(dim=-2)[..., None]  # (..., T_k, 1)
+    return torch.where(query_sees_something, q, 0.0), torch.where(key_is_seen, k, 0.0), torch.where(key_is_seen, v, 0.0)
+
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
+    """Clear errors for the mistakes that otherwise surface as a matmul error deep in the stack (or as none);
+    returns the scores' shape ``(..., T_q, T_k)``. Shapes and dtypes only: nothing here reads the data."""
+    _check_floating(q=q, k=k, v=v)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(f"q, k, v must be at least (T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     if q.size(-1) != k.size(-1):
@@ -65,6 +97,30 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise ValueError(f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v is {tuple(v.shape)}")
     if q.size(-2) == 0 or k.size(-2) == 0:
         raise ValueError(f"empty sequence: T_q={q.size(-2)}, T_k={k.size(-2)}; attention needs T >= 1")
+    try:
+        leading = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading (batch, head) dims of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} "
+            "do not match"
+        ) from None
+    return (*leading, q.size(-2), k.size(-2))
+
+
+def _check_floating(**tensors: torch.Tensor) -> None:
+    """TypeError unless every argument is a floating-point tensor, all of one dtype; names the culprits."""
+    for name, x in tensors.items():
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if not x.is_floating_point():
+            raise TypeError(
+                f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become vectors through "
+                "an embedding first, and a 0/1 tensor can be converted with `.float()`"
+            )
+    dtypes = [x.dtype for x in tensors.values()]
+    if len(set(dtypes)) > 1:
+        names = ", ".join(tensors)
+        raise TypeError(f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert with `.to(...)`")
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -73,6 +129,10 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     The reshape cuts the last axis into ``h`` consecutive chunks; the transpose brings the head axis next to
     the batch so every head attends independently over ``T``.
     """
+    check_positive_ints(num_heads=num_heads)
+    if not isinstance(x, torch.Tensor) or x.dim() != 3:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"split_heads expects x of shape (B, T, h * d), got {got}")
     batch, length, width = x.shape
     if width % num_heads:
         raise ValueError(f"last dimension {width} is not divisible by num_heads={num_heads}")
@@ -85,6 +145,9 @@ def combine_heads(x: torch.Tensor) -> torch.Tensor:
     The transpose back to ``(B, T, h, d)`` must come *before* the reshape: reshaping ``(B, h, T, d)`` directly
     mixes different tokens into one vector (a classic silent bug, notebook 08).
     """
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"combine_heads expects x of shape (B, h, T, d), got {got}")
     batch, heads, length, width = x.shape
     return x.transpose(1, 2).reshape(batch, length, heads * width)  # (B, T, h * d)
 
@@ -135,8 +198,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
     ):
         super().__init__()
-        if d_model < 1 or num_heads < 1:
-            raise ValueError(f"d_model and num_heads must be positive, got d_model={d_model}, num_heads={num_heads}")
+        check_positive_ints(d_model=d_model, num_heads=num_heads)
         if (d_k is None or d_v is None) and d_model % num_heads:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}; "
@@ -145,6 +207,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.num_heads = d_model, num_heads
         self.d_k = d_k if d_k is not None else d_model // num_heads
         self.d_v = d_v if d_v is not None else d_model // num_heads
+        check_positive_ints(d_k=self.d_k, d_v=self.d_v)
         self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
         self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, num_heads * self.d_v, bias=bias)
@@ -164,13 +227,19 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query (B, T_q, d_model)`` to ``key``/``value (B, T_k, d_model)``.
 
-        ``mask``: bool, True = may attend, broadcastable to ``(B, h, T_q, T_k)``.
+        ``mask``: bool, True = may attend, 4-D and broadcastable to ``(B, h, T_q, T_k)``: a padding mask
+        ``(B, 1, 1, T_k)`` (:func:`~transformer_lib.masks.padding_mask`), a causal mask ``(1, 1, T_q, T_k)``
+        (:func:`~transformer_lib.masks.causal_mask`), or both combined with ``&``.
         ``cache``: a :class:`KVCache` for step-by-step decoding (``T_k`` then counts the cached positions).
         Returns ``output (B, T_q, d_model)`` and ``weights (B, h, T_q, T_k)`` or ``None``.
+        Inputs must be floating point, of one dtype, that of the weights (or any, under ``torch.autocast``),
+        with one batch size; see the module docstring for masks and NaN.
         """
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if x.dim() != 3 or x.size(-1) != self.d_model:
-                raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
+        self._check_inputs(query, key, value)
+        if mask is not None:
+            key_length = _key_length(key, cache)
+            check_mask(mask, (query.size(0), self.num_heads, query.size(1), key_length), device=query.device)
+            query, key, value = self._zero_hidden_tokens(query, key, value, mask, key_length)
         q = split_heads(self.w_q(query), self.num_heads)  # (B, h, T_q, d_k)
         k, v = self._keys_and_values(key, value, cache)  # (B, h, T_k, d_k), (B, h, T_k, d_v)
         explicit = need_weights or self.recorded_weights is not None
@@ -182,6 +251,43 @@ class MultiHeadAttention(nn.Module):
             out, weights = self._fused_attention(q, k, v, mask), None  # (B, h, T_q, d_v)
         out = self.w_o(combine_heads(out))  # (B, T_q, d_model)
         return out, (weights if need_weights else None)
+
+    def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+        """Shapes, dtypes and batch sizes, each error naming what was expected; metadata only, so it is free."""
+        _check_floating(query=query, key=key, value=value)
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x.dim() != 3 or x.size(-1) != self.d_model:
+                raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
+        weight_dtype = self.w_q.weight.dtype
+        if query.dtype != weight_dtype and not torch.is_autocast_enabled(query.device.type):
+            raise TypeError(
+                f"the inputs have dtype {query.dtype} but the module's weights have {weight_dtype}: convert the "
+                f"module (`.to({query.dtype})`) or the inputs (`.to({weight_dtype})`), or run under torch.autocast"
+            )
+        if not query.size(0) == key.size(0) == value.size(0):
+            raise ValueError(
+                f"query, key and value must have one batch size B, got query {tuple(query.shape)}, key "
+                f"{tuple(key.shape)}, value {tuple(value.shape)} (in cross-attention: the target batch and the "
+                "encoder memory's batch must match)"
+            )
+        if key.size(1) != value.size(1):
+            raise ValueError(f"key and value must have one length T_k, got {tuple(key.shape)}, {tuple(value.shape)}")
+        if query.size(1) == 0 or key.size(1) == 0:
+            raise ValueError(f"empty sequence: T_q={query.size(1)}, T_k={key.size(1)}; attention needs T >= 1")
+
+    @staticmethod
+    def _zero_hidden_tokens(
+        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, key_length: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Zero the input tokens that the mask hides from every head: query rows that may attend to nothing,
+        key/value rows that no query may see. Done before the projections, so that a NaN there reaches neither
+        the output nor any gradient (``0 * NaN`` would, through the weights' gradient ``x^T dy``)."""
+        query = torch.where(mask.any(dim=-1).any(dim=1)[..., None], query, 0.0)  # (B, T_q, d_model)
+        if key.size(1) != key_length:  # the mask also covers cached keys: only the new ones are here
+            return query, key, value
+        key_is_seen = mask.any(dim=-2).any(dim=1)[..., None]  # (B or 1, T_k, 1)
+        hidden_key = torch.where(key_is_seen, key, 0.0)  # (B, T_k, d_model)
+        return query, hidden_key, hidden_key if value is key else torch.where(key_is_seen, value, 0.0)
 
     def _keys_and_values(
         self, key: torch.Tensor, value: torch.Tensor, cache: KVCache | None
@@ -201,13 +307,19 @@ class MultiHeadAttention(nn.Module):
     def _fused_attention(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
     ) -> torch.Tensor:
-        """PyTorch's fused kernel; the same function as the explicit path, without materialising weights."""
-        _check_qkv(q, k, v)
-        if mask is not None:
-            check_mask(mask, (*q.shape[:-1], k.size(-2)))
+        """PyTorch's fused kernel; the same function as the explicit path, without materialising weights.
+
+        ``forward`` has checked the shapes and the mask and zeroed the hidden tokens already."""
         p = self.dropout.p if self.training else 0.0
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_v)
         if mask is not None:
             # Same rule as the explicit path on every backend: a query with no allowed key outputs zeros.
             out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
         return out
+
+
+def _key_length(key: torch.Tensor, cache: KVCache | None) -> int:
+    """``T_k``, the number of key positions attention will see: the new keys, the cached ones, or both."""
+    if cache is None or cache.k is None:
+        return key.size(1)
+    return cache.k.size(2) if cache.static else cache.k.size(2) + key.size(1)

@@ -1,8 +1,9 @@
 """``python -m transformer_lib.bench``: our attention against PyTorch's, and how attention grows with T.
 
 Speed and memory claims of the course live here, never in timed tests. Each timing is the median of several
-repeats after warm-up. On a CUDA machine everything runs there (and peak memory is measured); on a CPU the
-attention-matrix memory is computed, since the CPU allocator keeps no peak count.
+repeats after warm-up. On a CUDA machine everything runs there. Peak memory is measured on both devices: on
+CUDA by the allocator's own peak counter, on the CPU (whose allocator keeps no peak count) by replaying every
+allocation and free that ``torch.profiler`` records with ``profile_memory=True``.
 """
 
 import argparse
@@ -17,7 +18,7 @@ from .attention import MultiHeadAttention
 from .interop import copy_from_torch
 from .runtime import pick_device, seed_everything
 
-__all__ = ["time_call", "compare_attention", "attention_growth", "main"]
+__all__ = ["time_call", "peak_memory_MiB", "compare_attention", "attention_growth", "attention_memory", "main"]
 
 
 def _sync(device: torch.device) -> None:
@@ -37,6 +38,42 @@ def time_call(fn: Callable[[], object], device: torch.device, repeats: int = 10,
         _sync(device)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def peak_memory_MiB(fn: Callable[[], object], device: torch.device) -> float:
+    """Peak of the memory allocated while ``fn()`` runs, above what was allocated before it, in MiB.
+
+    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the profiler's allocation events (bytes, + for an
+    allocation and - for a free) summed in time order; the peak is the largest running total. Tensors that
+    ``fn`` returns count while they live (the result is dropped only after the measurement).
+    """
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        result = fn()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+        del result
+        return peak / 2**20
+    if device.type != "cpu":
+        raise ValueError(f"peak memory is measured on cpu or cuda, got device {device}")
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    del result
+    # The public events API folds allocations into their operators; the raw kineto events keep each one.
+    allocations = sorted(
+        (event.start_ns(), event.nbytes())
+        for event in prof.profiler.kineto_results.events()
+        if event.name() == "[memory]" and event.device_type() == torch.autograd.DeviceType.CPU
+    )
+    running = peak = 0
+    for _, nbytes in allocations:
+        running += nbytes
+        peak = max(peak, running)
+    return peak / 2**20
 
 
 def _paired_modules(d_model: int, num_heads: int, device: torch.device) -> tuple[MultiHeadAttention, nn.Module]:
@@ -76,6 +113,31 @@ def compare_attention(
     return rows
 
 
+def _both_paths_as_t_grows(
+    lengths: tuple[int, ...],
+    batch: int,
+    d_model: int,
+    num_heads: int,
+    device: torch.device | None,
+    measure: Callable[[Callable[[], object], torch.device], float],
+    unit: str,
+) -> list[dict]:
+    """One row per T: ``measure(forward, device)`` of a self-attention forward on the fast and on the explicit
+    path (keys ``fast_<unit>``, ``explicit_<unit>``), and the size of the ``(B, h, T, T)`` float32 weights."""
+    device = device or pick_device()
+    seed_everything(0)
+    mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
+    rows = []
+    for length in lengths:
+        x = torch.randn(batch, length, d_model, device=device)  # (B, T, d_model)
+        row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
+        for path, need_weights in (("fast", False), ("explicit", True)):
+            with torch.no_grad():
+                row[f"{path}_{unit}"] = measure(lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device)
+        rows.append(row)
+    return rows
+
+
 def attention_growth(
     lengths: tuple[int, ...] = (128, 256, 512, 1024),
     batch: int = 4,
@@ -84,27 +146,33 @@ def attention_growth(
     device: torch.device | None = None,
     repeats: int = 5,
 ) -> list[dict]:
-    """Forward time of both paths as T grows, with the size of the ``(B, h, T, T)`` weights the explicit path
-    materialises (and, on CUDA, each path's measured peak memory)."""
-    device = device or pick_device()
-    seed_everything(0)
-    mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
-    rows = []
-    for length in lengths:
-        x = torch.randn(batch, length, d_model, device=device)
-        row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
-        for path, need_weights in (("fast", False), ("explicit", True)):
-            with torch.no_grad():
-                if device.type == "cuda":
-                    torch.cuda.reset_peak_memory_stats()
-                    base = torch.cuda.memory_allocated()
-                row[f"{path}_s"] = time_call(
-                    lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device, repeats, warmup=1
-                )
-                if device.type == "cuda":
-                    row[f"{path}_peak_MiB"] = (torch.cuda.max_memory_allocated() - base) / 2**20
-        rows.append(row)
-    return rows
+    """Forward time (``fast_s``, ``explicit_s``) of both paths as T grows, with the size of the ``(B, h, T, T)``
+    weights the explicit path materialises (``weights_MiB``)."""
+    return _both_paths_as_t_grows(
+        lengths, batch, d_model, num_heads, device, lambda run, dev: time_call(run, dev, repeats, warmup=1), "s"
+    )
+
+
+def attention_memory(
+    lengths: tuple[int, ...] = (128, 256, 512, 1024),
+    batch: int = 4,
+    d_model: int = 256,
+    num_heads: int = 4,
+    device: torch.device | None = None,
+) -> list[dict]:
+    """Measured peak memory (``fast_peak_MiB``, ``explicit_peak_MiB``; see :func:`peak_memory_MiB`) of one
+    self-attention forward on each path as T grows, next to the size of the ``(B, h, T, T)`` float32 weights.
+
+    The explicit path stores the scores and the weights, so its peak grows as T²; the fused path
+    (``scaled_dot_product_attention``) works through the keys in blocks and never holds a T x T matrix, so on
+    the CPU its peak grows as T. Both still do O(T²) work.
+    """
+
+    def measure(run: Callable[[], object], dev: torch.device) -> float:
+        run()  # warm-up: one-off workspaces are not the path's cost
+        return peak_memory_MiB(run, dev)
+
+    return _both_paths_as_t_grows(lengths, batch, d_model, num_heads, device, measure, "peak_MiB")
 
 
 def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
@@ -135,15 +203,25 @@ def main(argv: list[str] | None = None) -> None:
         ],
     )
     print("\nGrowth with T, B=4, d_model=256, h=4 (forward, median seconds)")
-    columns = [
-        ("T", "T", "d"),
-        ("weights_MiB", "weights MiB", ".1f"),
-        ("fast_s", "fast", ".4f"),
-        ("explicit_s", "explicit", ".4f"),
-    ]
-    if device.type == "cuda":
-        columns += [("fast_peak_MiB", "fast peak MiB", ".1f"), ("explicit_peak_MiB", "explicit peak MiB", ".1f")]
-    _print_table(attention_growth(device=device, repeats=max(3, args.repeats // 2)), columns)
+    _print_table(
+        attention_growth(device=device, repeats=max(3, args.repeats // 2)),
+        [
+            ("T", "T", "d"),
+            ("weights_MiB", "weights MiB", ".1f"),
+            ("fast_s", "fast", ".4f"),
+            ("explicit_s", "explicit", ".4f"),
+        ],
+    )
+    print(f"\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, measured on {device.type})")
+    _print_table(
+        attention_memory(device=device),
+        [
+            ("T", "T", "d"),
+            ("weights_MiB", "weights MiB", ".1f"),
+            ("fast_peak_MiB", "fast peak", ".1f"),
+            ("explicit_peak_MiB", "explicit peak", ".1f"),
+        ],
+    )
 
 
 if __name__ == "__main__":

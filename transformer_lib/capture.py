@@ -18,11 +18,19 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 
-__all__ = ["AttentionCapture", "capture_attention", "attention_kind"]
+__all__ = ["AttentionCapture", "capture_attention", "attention_kind", "ATTENTION_KINDS"]
+
+# The one vocabulary of attention kinds (captures, widgets, notebooks): kind -> what it is, in words.
+ATTENTION_KINDS = {
+    "self": "encoder self-attention",
+    "masked self": "decoder masked self-attention",
+    "cross": "cross-attention (decoder reads encoder)",
+}
 
 
 def attention_kind(name: str) -> str:
-    """``"self"``, ``"masked self"`` (the decoder's self-attention) or ``"cross"``, from a module's name."""
+    """A key of ``ATTENTION_KINDS`` from a module's name: ``"self"``, ``"masked self"`` (the decoder's
+    self-attention) or ``"cross"``."""
     if name.endswith("cross_attn"):
         return "cross"
     return "masked self" if name.startswith("decoder") or ".decoder." in name else "self"
@@ -47,8 +55,8 @@ class AttentionCapture:
 
     def of_kind(self, kind: str) -> list[tuple[str, torch.Tensor]]:
         """``(name, weights)`` of every layer of one kind (``"self"``, ``"masked self"``, ``"cross"``)."""
-        if kind not in ("self", "masked self", "cross"):
-            raise ValueError(f"kind must be 'self', 'masked self' or 'cross', got {kind!r}")
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"kind must be one of {list(ATTENTION_KINDS)}, got {kind!r}")
         return [(name, self[name]) for name in self.names if attention_kind(name) == kind]
 
 

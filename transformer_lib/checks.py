@@ -1,19 +1,20 @@
-"""Self-checks for the exercises and the debugging notebook: one engine, and one declarative entry per check.
+"""Self-checks for the exercises and the debugging notebook: one declarative entry per check, in one table.
 
-An :class:`Entry` says what a check compares: the reference, the inputs it draws (:class:`Case`: several
-shapes, causal masks and masks that differ per sequence, with and without gradients) and the known mistakes
-(:class:`Mistake`: a wrong version of the code and the hint it earns). The engine, :func:`_judge`, runs every
-call into student code inside its guard, compares outputs and gradients with the reference, and names the first
-discrepancy and the mistake that explains it. Every check is a row of :data:`CHECKS`.
+Each row of :data:`CHECKS` is an :class:`~transformer_lib.check_engine.Entry`: the reference, the inputs it draws
+(several shapes, causal masks and masks that differ per sequence, with and without gradients) and the known
+mistakes, each a wrong version of the code with the hint it earns. The mistakes are written once below, with a
+knob per bug, and shared by every check that can meet them. The engine (:mod:`transformer_lib.check_engine`) runs
+the student's code inside its guard, compares outputs and gradients, and names the first discrepancy and the
+mistake that explains it.
 
-A check returns a :class:`CheckResult` that prints as one friendly paragraph, and never raises: an error in
-the student's code is reported, a stub that raises ``NotImplementedError`` is "not implemented yet".
+A check returns a :class:`CheckResult` that prints as one friendly paragraph and never raises: an error in the
+student's code is reported, and a stub that raises ``NotImplementedError`` is "not implemented yet".
 """
+# The table reads best as a table: one mistake per line or two, so the formatter is kept out of this file.
+# fmt: off
 
 import math
-import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 
 import torch
@@ -21,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from .check_engine import Case, CheckResult, Entry, Failure, Mistake, copy_weights, describe, judge
 from .decoder import DecoderLayer
 from .encoder import EncoderLayer
 from .layers import LayerNorm, PositionalEncoding, PositionwiseFeedForward, sinusoidal_encoding
@@ -28,257 +30,15 @@ from .masks import causal_mask
 from .train import noam_lr, smoothed_targets
 
 __all__ = [
-    "CheckResult",
-    "CHECKS",
-    "check_attention",
-    "check_split_heads",
-    "check_combine_heads",
-    "check_multi_head_attention",
-    "check_positional_encoding",
-    "check_layer_norm",
-    "check_feed_forward",
-    "check_encoder_layer",
-    "check_decoder_layer",
-    "check_cross_attention",
-    "check_causal_mask",
-    "check_causal_decoder",
-    "check_shifted_targets",
-    "check_label_smoothing",
-    "check_noam_lr",
-    "check_temperature_softmax",
-    "check_shard_loss",
+    "CheckResult", "CHECKS", "check_attention", "check_split_heads", "check_combine_heads",
+    "check_multi_head_attention", "check_positional_encoding", "check_layer_norm", "check_feed_forward",
+    "check_encoder_layer", "check_decoder_layer", "check_cross_attention", "check_causal_mask",
+    "check_causal_decoder", "check_shifted_targets", "check_label_smoothing", "check_noam_lr",
+    "check_temperature_softmax", "check_shard_loss",
 ]
 
 
-@dataclass
-class CheckResult:
-    """The outcome of a check: truthy when it passed; prints as its message."""
-
-    name: str
-    passed: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __repr__(self) -> str:
-        return self.message
-
-
-@dataclass
-class Case:
-    """One set of inputs: ``args`` for the student's code, ``about`` for messages, ``build`` = (args, kwargs)
-    of the student's class, and ``inputs``: named tensors whose gradients are compared too."""
-
-    args: tuple
-    about: str
-    build: tuple = ((), {})
-    inputs: dict = field(default_factory=dict)
-
-
-@dataclass
-class Mistake:
-    """A typical wrong version of the code (called like the reference; a module check passes the reference
-    module, holding the student's weights, first) and the hint it earns when it explains the output."""
-
-    hint: str
-    version: Callable
-
-
-@dataclass
-class Entry:
-    """One check: ``reference`` is the right function, or, when ``builds``, a factory ``(student module,
-    *build args, **build kwargs) -> reference module`` holding the student's weights."""
-
-    what: str  # "your attention": how messages name the student's code
-    reference: Callable
-    cases: Callable[[], list[Case]]
-    mistakes: list[Mistake]
-    hint: str  # when no known mistake explains the difference
-    success: str
-    builds: bool = False
-    pick: Callable | None = None  # result, case -> {part name: value}; parts absent from a student's result are skipped
-    run: Callable | None = None  # (code, case) -> result; default ``code(*case.args)``
-    atol: float = 1e-4
-    rtol: float = 1e-5
-
-
-class _Failure(Exception):
-    """Raised inside a check to stop at the first problem, with the message to show."""
-
-
-# --- the engine ------------------------------------------------------------------------------------------
-
-
-def _call(what: str, fn: Callable, *args, **kwargs):
-    """Run student code; turn its exceptions and an implicit softmax axis into a friendly failure."""
-    with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
-        warnings.simplefilter("always")
-        try:
-            result = fn(*args, **kwargs)
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # any error in student code becomes a message
-            raise _Failure(f"{what} raised {type(exc).__name__}: {exc}. {_hint_for_exception(exc)}") from None
-    if any("Implicit dimension choice for softmax" in str(w.message) for w in caught):
-        raise _Failure(
-            f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks dim=1, "
-            "the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
-        )
-    return result
-
-
-def _hint_for_exception(exc: Exception) -> str:
-    text = str(exc)
-    if "Boolean value of Tensor with more than one" in text:
-        return "Hint: `if mask:` asks a whole tensor for one True/False; write `if mask is not None:`."
-    if "cannot assign module before Module.__init__" in text or "has no attribute '_modules'" in text:
-        return "Hint: the first line of `__init__` must be `super().__init__()`."
-    if "shape" in text or "size" in text or "dimension" in text:
-        return "Hint: print the shapes of the inputs and of each intermediate tensor; compare with the shape comments."
-    return "Hint: run it by hand on a small input and read the error's last line."
-
-
-def _describe(value) -> str:
-    if value is None:
-        return "None"
-    return tuple(value.shape).__str__() if isinstance(value, torch.Tensor) else type(value).__name__
-
-
-def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
-    """The first difference between two results' parts (parts missing from ``got`` are skipped), or None."""
-    for part, want in expected.items():
-        if part not in got:
-            continue
-        have = got[part]
-        if have is None:
-            return f"your {part} is None (a missing `return`?)."
-        if not isinstance(have, torch.Tensor):
-            return f"your {part} should be a tensor {tuple(want.shape)}, got {type(have).__name__}."
-        if have.shape != want.shape:
-            return f"your {part} has shape {tuple(have.shape)}, expected {tuple(want.shape)}."
-        if (have.dtype == torch.bool) != (want.dtype == torch.bool):
-            return f"your {part} has dtype {have.dtype}, expected {want.dtype}."
-        have, want = have.detach().double(), want.detach().double()
-        if torch.allclose(have, want, atol=atol, rtol=rtol, equal_nan=True):
-            continue
-        where = ~torch.isclose(have, want, atol=atol, rtol=rtol, equal_nan=True)
-        index = tuple(torch.nonzero(where)[0].tolist())
-        if have.isnan().any() and not want.isnan().any():
-            return f"your {part} contains NaN (first at index {index}) where the reference has numbers."
-        return f"your {part} differs at index {index}: expected {want[index].item():.4g}, got {have[index].item():.4g}."
-    return None
-
-
-def _zero_nan(result: dict) -> dict:
-    """NaN as 0: a fully masked row is NaN in one way of writing a bug and 0 in another; both are the same bug."""
-    return {k: v.nan_to_num(0.0) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-            for k, v in result.items()}
-
-
-def _output_and_weights(result, case=None) -> dict:
-    """``output`` or ``(output, weights)``: the forms attention code may return."""
-    if isinstance(result, tuple) and len(result) == 2:
-        return {"output": result[0], "weights": result[1]} if result[1] is not None else {"output": result[0]}
-    return {"output": result}
-
-
-def _prepare(entry: Entry, student, case: Case):
-    """(the student's callable, the reference's, the reference bound for mistakes); builds classes."""
-    if not entry.builds:
-        return student, entry.reference, None
-    if not (isinstance(student, type) and issubclass(student, nn.Module)):
-        if isinstance(student, nn.Module):
-            raise _Failure(f"pass the class itself, not an instance: `{type(student).__name__}`, without `(...)`.")
-        raise _Failure(f"expected a class that subclasses nn.Module, got {_describe(student)} {student!r:.60}.")
-    args, kwargs = case.build
-    shown = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
-    module = _call(f"{student.__name__}({shown})", student, *args, **kwargs)
-    _call(f"{student.__name__}.eval()", module.eval)
-    reference = entry.reference(module, *args, **kwargs).eval()
-    return module, reference, reference
-
-
-def _examine(entry: Entry, student) -> str:
-    pick = entry.pick or _output_and_weights
-    run = entry.run or (lambda code, case: code(*case.args))
-    for case in entry.cases():
-        subject, reference, bound = _prepare(entry, student, case)
-        guarded = partial(_call, entry.what, subject)
-        got, expected = pick(run(guarded, case), case), pick(run(reference, case), case)
-        problem = _differs(got, expected, entry.atol, entry.rtol)
-        if problem:
-            for mistake in entry.mistakes:
-                version = partial(mistake.version, bound) if entry.builds else mistake.version
-                try:
-                    wrong = pick(run(version, case), case)
-                except Exception:  # a mistake that cannot run on these inputs explains nothing
-                    continue
-                if _differs(_zero_nan(got), _zero_nan(wrong), entry.atol, entry.rtol) is None:
-                    raise _Failure(f"{case.about}: {mistake.hint}")
-            raise _Failure(f"{case.about}: {problem} {entry.hint}")
-        if case.inputs:
-            _compare_gradients(entry, subject, case, next(iter(got.values())), next(iter(expected.values())))
-    return entry.success
-
-
-def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, expected: torch.Tensor) -> None:
-    if not got.requires_grad:
-        raise _Failure(
-            f"{case.about}: your output carries no gradient: was it computed under `torch.no_grad()`, or "
-            "detached? Training needs gradients to flow back through your code."
-        )
-    names, inputs = list(case.inputs), list(case.inputs.values())
-    parameters = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
-    weight = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
-    grads = _call(
-        f"{entry.what} (backward)",
-        torch.autograd.grad,
-        (got * weight).sum(),
-        inputs + list(parameters.values()),
-        allow_unused=True,
-    )
-    wanted = torch.autograd.grad((expected * weight).sum(), inputs, allow_unused=True)
-    for name, have, want in zip(names, grads, wanted, strict=False):
-        problem = _differs(
-            {f"gradient for {name}": have if have is not None else torch.zeros_like(want)},
-            {f"gradient for {name}": want},
-            entry.atol,
-            entry.rtol,
-        )
-        if problem:
-            raise _Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
-    frozen = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
-    if frozen:
-        raise _Failure(f"no gradient reached {frozen}: they would never train. Hint: is every layer used in forward?")
-
-
-def _judge(entry: str, student) -> CheckResult:
-    """Run ``CHECKS[entry]`` on the student's code; the result is always a message, never an error."""
-    name = entry.removesuffix("_module").removesuffix("_cached")  # the check's public name
-    try:
-        with torch.enable_grad():
-            message = _examine(CHECKS[entry], student)
-    except NotImplementedError:
-        return CheckResult(
-            name,
-            False,
-            f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
-            "with your code and run this cell again.",
-        )
-    except _Failure as failure:
-        return CheckResult(name, False, f"❌ {name}: {failure}")
-    except Exception as exc:  # the student's result broke the comparison itself (an odd type, say)
-        return CheckResult(
-            name,
-            False,
-            f"❌ {name}: could not judge your code's result ({type(exc).__name__}: "
-            f"{exc}). Hint: return what the exercise asks for, with its shape.",
-        )
-    return CheckResult(name, True, f"✅ {name}: {message} Well done!")
-
-
-# --- inputs ---------------------------------------------------------------------------------------------
+# --- inputs ----------------------------------------------------------------------------------------------
 
 
 def _gen() -> torch.Generator:
@@ -290,348 +50,51 @@ def _randn(gen, *shape, grad=False) -> torch.Tensor:
 
 
 def _padded(lengths: list[int], size: int, dims: int = 4) -> torch.Tensor:
-    """A padding mask that differs per sequence: ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``), True = may attend."""
+    """A padding mask that differs per sequence, ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``), True = may attend. The
+    first sequence is padded, so using its mask for the whole batch differs from using no mask."""
     keep = torch.arange(size)[None, :] < torch.tensor(lengths)[:, None]  # (B, T_k)
     return keep.view(len(lengths), *[1] * (dims - 2), size)
 
 
 def _attention_cases() -> list[Case]:
     gen = _gen()
-    q, k, v = _randn(gen, 2, 3, 4), _randn(gen, 2, 5, 4), _randn(gen, 2, 5, 6)
+    q, k, v, x = _randn(gen, 2, 3, 4), _randn(gen, 2, 5, 4), _randn(gen, 2, 5, 6), _randn(gen, 2, 5, 4)
     q4, k4, v4 = (_randn(gen, 3, 2, 4, 8, grad=True) for _ in range(3))
-    x = _randn(gen, 2, 5, 4)
-    return [
-        Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
-        Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8), no mask", inputs={"q": q4, "k": k4, "v": v4}),
-        Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
-        Case((q, k, v, _padded([3, 5], 5, dims=3)), "with a padding mask (2, 1, 5) that differs per sequence"),
-        Case(
-            (q4, k4, v4, _padded([2, 4, 1], 4)),
-            "with a padding mask (3, 1, 1, 4) that differs per sequence",
-            inputs={"q": q4, "k": k4, "v": v4},
-        ),
-    ]
+    grads = {"q": q4, "k": k4, "v": v4}
+    return [Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
+            Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8), no mask", inputs=grads),
+            Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
+            Case((q, k, v, _padded([3, 5], 5, dims=3)), "with a padding mask (2, 1, 5) that differs per sequence"),
+            Case((q4, k4, v4, _padded([2, 4, 1], 4)), "with a padding mask (3, 1, 1, 4) that differs per sequence",
+                 inputs=grads)]
 
 
 def _module_cases(build: tuple) -> list[Case]:
     """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for a module of width 16."""
     gen = _gen()
     x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
-    return [
-        Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
-        Case((x, x, x, causal_mask(5)), "causal self-attention", build),
-        Case((x, x, x, _padded([3, 5, 1], 5)), "self-attention with a padding mask that differs per sequence", build),
-        Case(
-            (x, memory, memory, _padded([4, 7, 2], 7)),
-            "cross-attention to memory (3, 7, 16) with a per-sequence padding mask",
-            build,
-            {"x": x, "memory": memory},
-        ),
-    ]
-
-
-# --- known mistakes, written once and shared by the checks that can make them --------------------------
-
-
-def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m) -> torch.Tensor:
-    """Attention with one knob per classic bug; the defaults are right."""
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q))  # (..., T_q, T_k)
-    if mask is not None:
-        scores = scores.masked_fill(~keep(mask), fill)
-    return scores.softmax(dim) @ v  # (..., T_q, d_v)
-
-
-_ATTENTION_BUGS = [  # (hint, the knob of _attend that makes the bug)
-    (
-        "you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`.",
-        {"scale": lambda q: 1.0},
-    ),
-    (
-        "you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
-        {"scale": lambda q: q.size(-1)},
-    ),
-    (
-        "softmax ran over the queries (dim=-2), so the columns sum to 1, not the rows. Hint: "
-        "`scores.softmax(dim=-1)`, over the keys.",
-        {"dim": -2},
-    ),
-    (
-        "the mask changed nothing. Hint: `masked_fill` returns a new tensor: write "
-        "`scores = scores.masked_fill(~mask, float('-inf'))`, and check that you used the mask at all.",
-        {"keep": torch.ones_like},
-    ),
-    (
-        "the mask has the opposite polarity: you blocked where it is True. In this course True means 'may attend' "
-        "(as in F.scaled_dot_product_attention; nn.MultiheadAttention uses True = blocked). Hint: "
-        "`scores.masked_fill(~mask, float('-inf'))`.",
-        {"keep": lambda m: ~m},
-    ),
-    (
-        "masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with float('-inf') so "
-        "softmax gives exactly 0.",
-        {"fill": 0.0},
-    ),
-    (
-        "every sequence got the first sequence's mask. Each row of a batch is padded differently: keep the mask's "
-        "batch axis, (B, 1, 1, T_k), and let it broadcast over heads and queries.",
-        {"keep": lambda m: m[:1].expand_as(m)},
-    ),
-]
-
-
-def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, **knobs) -> torch.Tensor:
-    """Multi-head attention through ``ref``'s projections, with the knobs of :func:`_attend`."""
-    q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
-    k, v = split_heads(ref.w_k(key), ref.num_heads), split_heads(ref.w_v(value), ref.num_heads)  # (B, h, T_k, d_k)
-    return ref.w_o(merge(_attend(q, k, v, mask, **knobs)))  # (B, T_q, d_model)
-
-
-def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
-    """Post-LN ``norm(x + f(x))`` or pre-LN ``x + f(norm(x))``; ``residual=False`` forgets the ``x +``."""
-    if pre:
-        return x + sublayer(norm(x)) if residual else sublayer(norm(x))
-    return norm(x + sublayer(x) if residual else sublayer(x))
-
-
-def _encoder(ref: EncoderLayer, x, mask=None, *, swap=False, skip="", use_mask=True) -> torch.Tensor:
-    pre = ref.residual_attn.norm_first != swap
-    x = _sublayer(
-        x,
-        lambda y: ref.self_attn(y, y, y, mask if use_mask else None)[0],
-        ref.residual_attn.norm,
-        pre,
-        "attention" not in skip,
-    )
-    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
-
-
-def _decoder(
-    ref: DecoderLayer,
-    x,
-    memory,
-    tgt_mask=None,
-    memory_mask=None,
-    *,
-    swap=False,
-    skip="",
-    self_mask="tgt",
-    cross_mask="memory",
-) -> torch.Tensor:
-    masks = {"tgt": tgt_mask, "memory": memory_mask, "none": None}
-    pre = ref.residual_self.norm_first != swap
-    x = _sublayer(
-        x, lambda y: ref.self_attn(y, y, y, masks[self_mask])[0], ref.residual_self.norm, pre, "self" not in skip
-    )
-    x = _sublayer(
-        x,
-        lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0],
-        ref.residual_cross.norm,
-        pre,
-        "cross" not in skip,
-    )
-    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
-
-
-_LAYER_BUGS = [  # (hint, knobs of _encoder / _decoder)
-    (
-        "post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the residual sum, "
-        "`norm(x + sublayer(x))`; norm_first=True normalises the sublayer's input, `x + sublayer(norm(x))`.",
-        {"swap": True},
-    ),
-    (
-        "the residual connection around the attention is missing. Hint: add the sublayer's input back, `x + ...`.",
-        {"skip": "attention self"},
-    ),
-    ("the residual connection around the cross-attention is missing. Hint: `x + cross_attn(...)`.", {"skip": "cross"}),
-    (
-        "the residual connection around the feed-forward network is missing. Hint: `x + feed_forward(...)`.",
-        {"skip": "feed-forward"},
-    ),
-]
-
-_SELF_MASK_BUG = (
-    "the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
-    {"use_mask": False},
-)
-_DECODER_MASK_BUGS = [
-    (
-        "the self-attention ignored the target mask, so each position sees the future. Hint: "
-        "`self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "none"},
-    ),
-    (
-        "the cross-attention got the wrong mask: it needs memory_mask, the source's padding (keys come from the "
-        "memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"cross_mask": "tgt"},
-    ),
-    (
-        "the cross-attention ignored memory_mask, so queries attend to the source's padding. Hint: "
-        "`self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"cross_mask": "none"},
-    ),
-]
-
-
-# --- references that hold the student's weights -------------------------------------------------------
-
-
-def _copy(target: nn.Module, student: nn.Module, source: str) -> None:
-    """Copy ``student.<source>`` (weight, bias or none) into ``target``, or fail naming what it should be."""
-    module = student
-    for part in filter(None, source.split(".")):
-        module = getattr(module, part, None)
-    weight, shape = getattr(module, "weight", None), tuple(target.weight.shape)
-    if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
-        should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
-        found = f"weight {_describe(weight)}" if module is not None else "nothing"
-        raise _Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.")
-    bias = getattr(module, "bias", None)
-    with torch.no_grad():
-        target.weight.copy_(weight)
-        if target.bias is not None:
-            target.bias.copy_(bias if isinstance(bias, torch.Tensor) else torch.zeros_like(target.bias))
-
-
-def _copy_attention(target: MultiHeadAttention, student: nn.Module, prefix: str = "") -> None:
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        _copy(getattr(target, name), student, prefix + name)
-
-
-def _mha_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHeadAttention:
-    """The library's module with the student's weights, after checking the parameter count (bias optional)."""
-    linears = {n: getattr(student, n, None) for n in ("w_q", "w_k", "w_v", "w_o")}
-    biased = {n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None}
-    found = sum(p.numel() for p in student.parameters())
-    counts = {
-        bias: sum(p.numel() for p in MultiHeadAttention(d_model, num_heads, bias=bias).parameters())
-        for bias in (False, True)
-    }
-    if found not in counts.values():
-        unregistered = [n for n, layer in linears.items() if not isinstance(layer, nn.Linear)]
-        if 0 < len(biased) < 4 and not unregistered:
-            raise _Failure(
-                f"only {sorted(biased)} have a bias: give all four projections a bias, or none (the "
-                "paper's equations have none: `nn.Linear(d_model, d_model, bias=False)`)."
-            )
-        for name, layer in linears.items():
-            if isinstance(layer, nn.Linear) and (layer.in_features, layer.out_features) != (d_model, d_model):
-                raise _Failure(
-                    f"{name} maps {layer.in_features} -> {layer.out_features} features; with "
-                    f"d_model={d_model} every projection is nn.Linear(d_model, d_model) (h heads of d_k)."
-                )
-        if found < counts[False] or unregistered:
-            raise _Failure(
-                f"the module registers {found} parameters, the library {counts[bool(biased)]}, and "
-                f"{unregistered} are not nn.Linear attributes: layers kept in local variables, plain "
-                "lists or tuples are invisible to `.parameters()`, so the optimizer never trains them. "
-                "Hint: assign each layer to `self.` (or use nn.ModuleList)."
-            )
-        extra = [n for n, _ in student.named_parameters() if n.split(".")[0] not in linears]
-        raise _Failure(
-            f"the module registers {found} parameters, the library {counts[bool(biased)]}; the extra ones "
-            f"are {extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o."
-        )
-    reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
-    _copy_attention(reference, student)
-    return reference
-
-
-def _layer_reference(kind: type, attentions: dict, student: nn.Module, d_model, num_heads, d_ff, norm_first=False):
-    reference = kind(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
-    for ours, theirs in attentions.items():
-        _copy_attention(getattr(reference, ours), student, f"{theirs}.")
-    _copy(reference.feed_forward.linear1, student, "feed_forward.linear1")
-    _copy(reference.feed_forward.linear2, student, "feed_forward.linear2")
-    residuals = [name for name, _ in reference.named_children() if name.startswith("residual_")]
-    for number, residual in enumerate(residuals, start=1):
-        _copy(getattr(reference, residual).norm, student, f"norm{number}")
-    return reference
-
-
-def _feed_forward_reference(student: nn.Module, d_model: int, d_ff: int) -> PositionwiseFeedForward:
-    reference = PositionwiseFeedForward(d_model, d_ff)
-    _copy(reference.linear1, student, "linear1")
-    _copy(reference.linear2, student, "linear2")
-    return reference
-
-
-def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
-    found = sum(p.numel() for p in student.parameters())
-    if found != 2 * d_model:
-        raise _Failure(
-            f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
-            f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`."
-        )
-    reference = LayerNorm(d_model)
-    named = dict(student.named_parameters())
-    if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
-        with torch.no_grad():
-            named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
-            named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
-        _copy(reference, student, "")
-    return reference
-
-
-def _positional_reference(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:
-    """Check that the table is a registered buffer, then return the library's module."""
-    size = d_model * max_len
-    if not any(t.numel() == size for t in student.buffers()):
-        params = [n for n, p in student.named_parameters() if p.numel() == size]
-        plain = [n for n, v in vars(student).items() if isinstance(v, torch.Tensor) and v.numel() == size]
-        if params:
-            raise _Failure(
-                f"the table is an nn.Parameter (`{params[0]}`): the optimizer would change it. Hint: "
-                "`self.register_buffer('pe', table)`: it moves with `.to(device)`, nothing trains it."
-            )
-        if plain:
-            raise _Failure(
-                f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves it behind and "
-                "state_dict never sees it. Hint: `self.register_buffer('pe', table)`."
-            )
-        raise _Failure(
-            f"no buffer of max_len x d_model = {size} numbers: store the table with "
-            "`self.register_buffer('pe', table)`."
-        )
-    return PositionalEncoding(d_model, max_len=max_len, dropout=0.0)
-
-
-# --- the other checks' inputs and references ------------------------------------------------------------
-
-
-def _table(d_model: int, max_len: int) -> torch.Tensor:
-    return sinusoidal_encoding(d_model=d_model, max_len=max_len)  # keywords: the same before and after (d, n)
-
-
-def _sin_cos_swapped(d_model: int, max_len: int) -> torch.Tensor:
-    table = _table(d_model, max_len)
-    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).flatten(1)  # (max_len, d_model)
+    return [Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
+            Case((x, x, x, causal_mask(5)), "causal self-attention", build),
+            Case((x, x, x, _padded([3, 5, 1], 5)), "self-attention with a padding mask that differs per sequence",
+                 build),
+            Case((x, memory, memory, _padded([4, 7, 2], 7)), "cross-attention to memory (3, 7, 16) with a "
+                 "per-sequence padding mask", build, {"x": x, "memory": memory})]
 
 
 def _layer_cases(decoder: bool) -> list[Case]:
+    """Post-LN and pre-LN layers of width 16; encoder: padding masks; decoder: causal target masks, also padded."""
     gen, cases = _gen(), []
     for norm_first in (False, True):
         build, name = ((16, 4, 32), {"norm_first": norm_first}), f"norm_first={norm_first}"
         x, memory, x7 = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True), _randn(gen, 3, 7, 16)
-        if not decoder:
-            cases += [
-                Case((x,), f"{name}, x (3, 5, 16), no mask", build, {"x": x}),
-                Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build),
-            ]
-            continue
-        causal_padded = causal_mask(7) & _padded([5, 7, 2], 7)  # (3, 1, 7, 7)
-        cases += [
-            Case(
-                (x7, x7, causal_padded, _padded([4, 7, 2], 7)),
-                f"{name}, x and memory (3, 7, 16), causal+padding target mask, per-sequence memory mask",
-                build,
-            ),
-            Case(
-                (x, memory, causal_mask(5), _padded([4, 7, 2], 7)),
-                f"{name}, x (3, 5, 16), memory (3, 7, 16)",
-                build,
-                {"x": x, "memory": memory},
-            ),
-        ]
+        if decoder:  # T_tgt = T_src first: a target mask given to the cross-attention runs, and is diagnosed
+            cases += [Case((x7, x7, causal_mask(7) & _padded([5, 7, 2], 7), _padded([4, 7, 2], 7)),
+                           f"{name}, x and memory (3, 7, 16), causal and padded target mask, padded memory", build),
+                      Case((x, memory, causal_mask(5), _padded([4, 7, 2], 7)),
+                           f"{name}, x (3, 5, 16), memory (3, 7, 16)", build, {"x": x, "memory": memory})]
+        else:
+            cases += [Case((x,), f"{name}, x (3, 5, 16), no mask", build, {"x": x}),
+                      Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build)]
     return cases
 
 
@@ -641,27 +104,26 @@ def _cross_cases() -> list[Case]:
     attn = MultiHeadAttention(16, 4).eval()
     x6, memory6 = _randn(gen, 3, 6, 16), _randn(gen, 3, 6, 16)
     x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
-    return [
-        Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
-        Case(
-            (attn, x, memory, _padded([4, 7, 2], 7)),
-            "x (3, 5, 16), memory (3, 7, 16), per-sequence memory mask",
-            inputs={"x": x, "memory": memory},
-        ),
-    ]
+    return [Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
+            Case((attn, x, memory, _padded([4, 7, 2], 7)), "x (3, 5, 16), memory (3, 7, 16), per-sequence memory "
+                 "mask", inputs={"x": x, "memory": memory})]
 
 
-def _causal_mask_pick(result, case: Case) -> dict:
-    """A causal mask may be ``(T_q, T_k)`` or ``(1, 1, T_q, T_k)``; it must be bool."""
-    size_q, size_k = case.args[0], case.args[-1]
-    if isinstance(result, torch.Tensor) and result.dtype != torch.bool:
-        raise _Failure(
-            f"the mask has dtype {result.dtype}; masks are bool, True = may attend. Hint: "
-            "`torch.ones(T, T, dtype=torch.bool).tril()`."
-        )
-    if isinstance(result, torch.Tensor) and result.numel() == size_q * size_k:
-        result = result.reshape(size_q, size_k)
-    return {"mask": result}
+def _float_cases(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = ()) -> list[Case]:
+    """Random inputs of each shape (the first with gradients), each followed by its ``extra`` argument if any."""
+    gen, cases = _gen(), []
+    for i, shape in enumerate(shapes):
+        x = _randn(gen, *shape, grad=i == 0).mul(3).add(1)  # not centred: a norm must do real work
+        more = extra[i:i + 1]
+        about = f"for input {shape}" + "".join(f", temperature {t}" for t in more)
+        cases.append(Case((x, *more), about, build, {"input": x} if i == 0 else {}))
+    return cases
+
+
+def _arange_cases(shapes_and_args) -> list[Case]:
+    """Inputs numbered 0, 1, 2, ...: a feature in the wrong place shows."""
+    return [Case((torch.arange(math.prod(shape), dtype=torch.float32).view(shape), *rest),
+                 f"for x {shape}" + "".join(f", num_heads={r}" for r in rest)) for shape, rest in shapes_and_args]
 
 
 def _causal_mask_cases(with_cache: bool) -> list[Case]:
@@ -669,13 +131,15 @@ def _causal_mask_cases(with_cache: bool) -> list[Case]:
     return [Case(size, f"for {'(T_q, T_k)' if with_cache else 'T'} = {', '.join(map(str, size))}") for size in sizes]
 
 
-def _causal_decoder_run(model, case: Case) -> torch.Tensor:
-    """How much each of the first ``t + 1`` positions' logits move when target tokens after t change."""
-    src, tgt, changed, t = case.args
-    before, after = model(src, tgt), model(src, changed)
-    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 for r in (before, after)):
-        raise _Failure(f"the model should return logits (B, T, vocab_size), got {_describe(before)}.")
-    return (after - before)[:, : t + 1].abs().amax(-1)  # (B, t + 1)
+def _causal_mask_pick(result, case: Case) -> dict:
+    """A causal mask may be ``(T_q, T_k)`` or ``(1, 1, T_q, T_k)``; it must be bool."""
+    size_q, size_k = case.args[0], case.args[-1]
+    if isinstance(result, torch.Tensor) and result.dtype != torch.bool:
+        raise Failure(f"the mask has dtype {result.dtype}; masks are bool, True = may attend. Hint: "
+                       "`torch.ones(T, T, dtype=torch.bool).tril()`.")
+    if isinstance(result, torch.Tensor) and result.numel() == size_q * size_k:
+        result = result.reshape(size_q, size_k)
+    return {"mask": result}
 
 
 def _causal_decoder_cases() -> list[Case]:
@@ -683,15 +147,35 @@ def _causal_decoder_cases() -> list[Case]:
     for t in (0, 2):
         src, tgt = torch.randint(1, 4, (2, 6), generator=gen), torch.randint(1, 4, (2, 5), generator=gen)
         changed = tgt.clone()
-        changed[:, t + 1 :] = torch.randint(1, 4, changed[:, t + 1 :].shape, generator=gen)
+        changed[:, t + 1:] = torch.randint(1, 4, changed[:, t + 1:].shape, generator=gen)
         cases.append(Case((src, tgt, changed, t), f"changing target tokens after position {t} (ids 1-3)"))
     return cases
 
 
+def _causal_decoder_run(model, case: Case) -> torch.Tensor:
+    """How far each of the first ``t + 1`` positions' logits move when only target tokens after t change."""
+    src, tgt, changed, t = case.args
+    before, after = model(src, tgt), model(src, changed)
+    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 for r in (before, after)):
+        raise Failure(f"the model should return logits (B, T, vocab_size), got {describe(before)}.")
+    return (after - before)[:, :t + 1].abs().amax(-1)  # (B, t + 1)
+
+
 def _shifted_pick(result, case=None) -> dict:
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise _Failure(f"return two tensors, `(decoder_input, decoder_target)`; got {_describe(result)}.")
+        raise Failure(f"return two tensors, `(decoder_input, decoder_target)`; got {describe(result)}.")
     return {"decoder input": result[0], "decoder target": result[1]}
+
+
+def _number(result, case=None) -> dict:
+    is_number = isinstance(result, int | float) or (isinstance(result, torch.Tensor) and result.numel() == 1)
+    return {"learning rate": torch.tensor(float(result)) if is_number else result}
+
+
+def _noam_cases() -> list[Case]:
+    return [Case((step, d_model, warmup), f"at step {step} (d_model={d_model}, warmup={warmup}, in the "
+                 f"{'warm-up, step <= warmup' if step <= warmup else 'decay, step > warmup'})")
+            for d_model, warmup in ((512, 4000), (64, 100)) for step in (1, warmup // 2, warmup, 3 * warmup)]
 
 
 def _shard_cases() -> list[Case]:
@@ -701,16 +185,11 @@ def _shard_cases() -> list[Case]:
         for rank in range(world_size):
             length = 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
             target = torch.randint(1, 7, (2, length), generator=gen)
-            target[0, length - rank - 1 :] = 0  # some padding (pad id 0)
+            target[0, length - rank - 1:] = 0  # some padding (pad id 0)
             shards.append((_randn(gen, 2, length, 7, grad=True), target))
         tokens = sum(int((target != 0).sum()) for _, target in shards)
-        cases.append(
-            Case(
-                (shards, tokens, world_size),
-                f"with {world_size} processes holding unequal shards",
-                inputs={f"rank {r}'s logits": logits for r, (logits, _) in enumerate(shards)},
-            )
-        )
+        cases.append(Case((shards, tokens, world_size), f"with {world_size} processes holding unequal shards",
+                          inputs={f"rank {r}'s logits": logits for r, (logits, _) in enumerate(shards)}))
     return cases
 
 
@@ -720,533 +199,427 @@ def _shard_run(loss, case: Case):
     losses = [loss(logits, target, tokens, world_size) for logits, target in shards]
     wrong = [value for value in losses if not (isinstance(value, torch.Tensor) and value.dim() == 0)]
     if wrong:
-        raise _Failure(f"return one scalar tensor per process (0-dim, as `loss.backward()` needs), got "
-                       f"{_describe(wrong[0])}.")
+        raise Failure(f"return one scalar tensor per process (0-dim, as `loss.backward()` needs), got "
+                       f"{describe(wrong[0])}.")
     return sum(losses) / world_size
 
 
-def _shard_loss(logits, target, tokens, world_size, *, scale=True, ignore=0):
-    total = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=ignore, reduction="sum")
-    return total * (world_size if scale else 1) / tokens
+# --- references that hold the student's weights ----------------------------------------------------------
 
 
-def _number(result, case=None) -> dict:
-    is_number = isinstance(result, (int, float)) or (isinstance(result, torch.Tensor) and result.numel() == 1)
-    return {"learning rate": torch.tensor(float(result)) if is_number else result}
+_PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 
 
-def _smoothing(target, vocab_size, eps, pad_id, *, others=2, pad_column=True, pad_rows=True):
-    """Label smoothing with a knob per classic bug; the defaults are right."""
+def _mha_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHeadAttention:
+    """The library's module with the student's weights, after checking the parameter count (biases optional)."""
+    linears = {n: getattr(student, n, None) for n in _PROJECTIONS}
+    biased = {n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None}
+    found = sum(p.numel() for p in student.parameters())
+    counts = {b: sum(p.numel() for p in MultiHeadAttention(d_model, num_heads, bias=b).parameters()) for b in (0, 1)}
+    if found not in counts.values():
+        unregistered = [n for n, layer in linears.items() if not isinstance(layer, nn.Linear)]
+        expected = counts[bool(biased)]
+        if 0 < len(biased) < 4 and not unregistered:
+            raise Failure(f"only {sorted(biased)} have a bias: give all four projections a bias, or none (the "
+                           "paper's equations have none: `nn.Linear(d_model, d_model, bias=False)`).")
+        for name, layer in linears.items():
+            if isinstance(layer, nn.Linear) and (layer.in_features, layer.out_features) != (d_model, d_model):
+                raise Failure(f"{name} maps {layer.in_features} -> {layer.out_features} features; with d_model="
+                               f"{d_model} every projection is nn.Linear(d_model, d_model) (h heads of d_k each).")
+        if found < counts[False] or unregistered:
+            raise Failure(f"the module registers {found} parameters, the library {expected}, and {unregistered} are "
+                           "not nn.Linear attributes: layers kept in local variables, plain lists or tuples are "
+                           "invisible to `.parameters()`, so the optimizer never trains them. Hint: assign each "
+                           "layer to `self.` (or use nn.ModuleList).")
+        extra = [n for n, _ in student.named_parameters() if n.split(".")[0] not in linears]
+        raise Failure(f"the module registers {found} parameters, the library {expected}; the extra ones are "
+                       f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o.")
+    reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
+    return copy_weights(reference, student, {n: n for n in _PROJECTIONS})
+
+
+def _layer_reference(kind: type, attentions: tuple, student: nn.Module, d_model, num_heads, d_ff, norm_first=False):
+    """``tl.EncoderLayer``/``tl.DecoderLayer`` with the student's weights; ``normK`` is the K-th residual's norm."""
+    reference = kind(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+    residuals = [name for name, _ in reference.named_children() if name.startswith("residual_")]
+    sources = {f"{a}.{w}": f"{a}.{w}" for a in attentions for w in _PROJECTIONS}
+    sources |= {f"feed_forward.{n}": f"feed_forward.{n}" for n in ("linear1", "linear2")}
+    return copy_weights(reference, student, sources | {f"{r}.norm": f"norm{i}" for i, r in enumerate(residuals, 1)})
+
+
+def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
+    found = sum(p.numel() for p in student.parameters())
+    if found != 2 * d_model:
+        raise Failure(f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
+                       f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`.")
+    named = dict(student.named_parameters())
+    if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
+        with torch.no_grad():
+            named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
+            named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
+        return copy_weights(LayerNorm(d_model), student, {"": ""})
+    return LayerNorm(d_model)  # other names: they must start at 1 and 0, like nn.LayerNorm's
+
+
+def _positional_reference(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:
+    """Check that the table is a registered buffer, then return the library's module."""
+    size = d_model * max_len
+    if not any(t.numel() == size for t in student.buffers()):
+        params = [n for n, p in student.named_parameters() if p.numel() == size]
+        plain = [n for n, v in vars(student).items() if isinstance(v, torch.Tensor) and v.numel() == size]
+        if params:
+            raise Failure(f"the table is an nn.Parameter (`{params[0]}`): the optimizer would change it. Hint: "
+                           "`self.register_buffer('pe', table)`: it moves with `.to(device)`, nothing trains it.")
+        if plain:
+            raise Failure(f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves it behind and "
+                           "state_dict never sees it. Hint: `self.register_buffer('pe', table)`.")
+        raise Failure(f"no buffer of max_len x d_model = {size} numbers: store the table with "
+                       "`self.register_buffer('pe', table)`.")
+    return PositionalEncoding(d_model, max_len=max_len, dropout=0.0)
+
+
+# --- known mistakes, each written once, with a knob per bug, and shared by the checks that can meet it ------
+
+
+def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q))  # (..., T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~keep(mask), fill)
+    return scores.softmax(dim) @ v  # (..., T_q, d_v)
+
+
+def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, **knobs) -> torch.Tensor:
+    q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
+    k, v = split_heads(ref.w_k(key), ref.num_heads), split_heads(ref.w_v(value), ref.num_heads)  # (B, h, T_k, d_k)
+    return ref.w_o(merge(_attend(q, k, v, mask, **knobs)))  # (B, T_q, d_model)
+
+
+def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
+    """Post-LN ``norm(x + f(x))`` or pre-LN ``x + f(norm(x))``; ``residual=False`` forgets the ``x +``."""
+    y = sublayer(norm(x) if pre else x)
+    y = x + y if residual else y
+    return y if pre else norm(y)
+
+
+def _encoder(ref: EncoderLayer, x, mask=None, *, swap=False, skip="", use_mask=True) -> torch.Tensor:
+    pre = ref.residual_attn.norm_first != swap
+    x = _sublayer(x, lambda y: ref.self_attn(y, y, y, mask if use_mask else None)[0], ref.residual_attn.norm, pre,
+                  "attention" not in skip)
+    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
+
+
+def _decoder(ref: DecoderLayer, x, memory, tgt_mask=None, memory_mask=None, *, swap=False, skip="", self_mask="tgt",
+             cross_mask="memory") -> torch.Tensor:
+    masks, pre = {"tgt": tgt_mask, "memory": memory_mask, "none": None}, ref.residual_self.norm_first != swap
+    x = _sublayer(x, lambda y: ref.self_attn(y, y, y, masks[self_mask])[0], ref.residual_self.norm, pre,
+                  "self" not in skip)
+    x = _sublayer(x, lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0], ref.residual_cross.norm, pre,
+                  "cross" not in skip)
+    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
+
+
+def _sin_cos_swapped(d_model: int, max_len: int) -> torch.Tensor:
+    table = sinusoidal_encoding(d_model=d_model, max_len=max_len)
+    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).flatten(1)  # (max_len, d_model)
+
+
+def _smoothing(target, vocab_size, eps, pad_id, *, others=2, pad_column=True, pad_rows=True) -> torch.Tensor:
     dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - others))  # (N, V)
-    dist[:, pad_id] = 0.0 if pad_column else dist[:, pad_id]
+    if pad_column:
+        dist[:, pad_id] = 0.0
     dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
     if pad_rows:
         dist[target.reshape(-1) == pad_id] = 0.0
     return dist
 
 
-def _noam_cases() -> list[Case]:
-    return [
-        Case(
-            (step, d_model, warmup),
-            f"at step {step} (d_model={d_model}, warmup={warmup}, in the "
-            f"{'warm-up, step <= warmup' if step <= warmup else 'decay, step > warmup'})",
-        )
-        for d_model, warmup in ((512, 4000), (64, 100))
-        for step in (1, warmup // 2, warmup, 3 * warmup)
-    ]
+def _shard_loss(logits, target, tokens, world_size, *, scale=True, ignore=0) -> torch.Tensor:
+    total = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=ignore, reduction="sum")
+    return total * (world_size if scale else 1) / tokens
 
 
-def _float_cases(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = ()) -> list[Case]:
-    """Random inputs of each shape (the first with gradients), then ``extra`` arguments, e.g. a temperature."""
-    gen, cases = _gen(), []
-    for i, shape in enumerate(shapes):
-        x = _randn(gen, *shape, grad=i == 0).mul(3).add(1)  # not centred: a norm must do real work
-        more = extra[i : i + 1]
-        about = f"for input {shape}" + "".join(f", temperature {t}" for t in more)
-        cases.append(Case((x, *more), about, build, {"input": x} if i == 0 else {}))
-    return cases
+_ATTENTION_BUGS = [  # (hint, the knobs of _attend that make the bug): for check_attention and the multi-head check
+    ("you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`.",
+     {"scale": lambda q: 1.0}),
+    ("you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
+     {"scale": lambda q: q.size(-1)}),
+    ("softmax ran over the queries (dim=-2), so the columns sum to 1, not the rows. Hint: `scores.softmax(dim=-1)`, "
+     "over the keys.", {"dim": -2}),
+    ("the mask changed nothing. Hint: `masked_fill` returns a new tensor: write `scores = scores.masked_fill(~mask, "
+     "float('-inf'))`, and check that you used the mask at all.", {"keep": torch.ones_like}),
+    ("the mask has the opposite polarity: you blocked where it is True. In this course True means 'may attend' (as in "
+     "F.scaled_dot_product_attention; nn.MultiheadAttention uses True = blocked). Hint: `scores.masked_fill(~mask, "
+     "float('-inf'))`.", {"keep": lambda m: ~m}),
+    ("masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with float('-inf') so softmax "
+     "gives exactly 0.", {"fill": 0.0}),
+    ("every sequence got the first sequence's mask. Each row of a batch is padded differently: keep the mask's batch "
+     "axis, (B, 1, 1, T_k), and let it broadcast over heads and queries.", {"keep": lambda m: m[:1].expand_as(m)}),
+]
+_LAYER_BUGS = [  # (hint, the knobs of _encoder / _decoder)
+    ("post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the residual sum, `norm(x + "
+     "sublayer(x))`; norm_first=True normalises the sublayer's input, `x + sublayer(norm(x))`.", {"swap": True}),
+    ("the residual connection around the attention is missing. Hint: add the sublayer's input back, `x + ...`.",
+     {"skip": "attention self"}),
+    ("the residual connection around the cross-attention is missing. Hint: `x + cross_attn(...)`.", {"skip": "cross"}),
+    ("the residual connection around the feed-forward network is missing. Hint: `x + feed_forward(...)`.",
+     {"skip": "feed-forward"}),
+]
+_ENCODER_BUGS = [("the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
+                  {"use_mask": False})]
+_DECODER_BUGS = [
+    ("the self-attention ignored the target mask, so each position sees the future. Hint: `self.self_attn(x, x, x, "
+     "tgt_mask)`.", {"self_mask": "none"}),
+    ("the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its keys come from the "
+     "memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.", {"cross_mask": "tgt"}),
+    ("the cross-attention ignored memory_mask, so queries attend to the source's padding. Hint: `self.cross_attn(x, "
+     "memory, memory, memory_mask)`.", {"cross_mask": "none"}),
+]
 
 
-def _arange_cases(shapes_and_args) -> list[Case]:
-    return [
-        Case(
-            (torch.arange(math.prod(shape), dtype=torch.float32).view(shape), *rest),
-            f"for x {shape}" + "".join(f", num_heads={r}" for r in rest),
-        )
-        for shape, rest in shapes_and_args
-    ]
+def _bugs(version: Callable, bugs: list) -> list[Mistake]:
+    return [Mistake(hint, partial(version, **knobs)) for hint, knobs in bugs]
 
 
-# --- the table: every check, its reference, its inputs and its known mistakes ---------------------------
+# --- the table: every check, its reference, its inputs and its known mistakes -----------------------------
 
 CHECKS: dict[str, Entry] = {
     "check_attention": Entry(
-        "your attention",
-        lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask),
-        _attention_cases,
-        [Mistake(hint, partial(_attend, **knobs)) for hint, knobs in _ATTENTION_BUGS],
-        "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; "
-        "output = weights @ v.",
+        "your attention", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), _attention_cases,
+        _bugs(_attend, _ATTENTION_BUGS),
+        "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
+        "weights @ v.",
         "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
-        "sequence; gradients match too.",
-    ),
+        "sequence; gradients match too."),
     "check_split_heads": Entry(
-        "your split_heads",
-        split_heads,
-        lambda: _arange_cases([((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
-        [
-            Mistake(
-                "the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, 2)` after "
-                "the view.",
-                lambda x, h: x.view(x.size(0), x.size(1), h, -1),
-            ),
-            Mistake(
-                "the shape is right but tokens are scrambled: reshaping straight to (B, h, T, d) cuts *across* "
-                "tokens. Hint: `x.view(B, T, h, d).transpose(1, 2)`.",
-                lambda x, h: x.reshape(x.size(0), h, x.size(1), -1),
-            ),
-        ],
+        "your split_heads", split_heads, lambda: _arange_cases([((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
+        [Mistake("the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, 2)` after the "
+                 "view.", lambda x, h: x.view(x.size(0), x.size(1), h, -1)),
+         Mistake("the shape is right but tokens are scrambled: reshaping straight to (B, h, T, d) cuts *across* "
+                 "tokens. Hint: `x.view(B, T, h, d).transpose(1, 2)`.",
+                 lambda x, h: x.reshape(x.size(0), h, x.size(1), -1))],
         "Hint: head i must hold features i*d .. (i+1)*d - 1 of every token.",
-        "splits (B, T, h*d) into (B, h, T, d) with every feature in its head.",
-    ),
+        "splits (B, T, h*d) into (B, h, T, d) with every feature in its head."),
     "check_combine_heads": Entry(
-        "your combine_heads",
-        combine_heads,
-        lambda: _arange_cases([((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
-        [
-            Mistake(
-                "the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues *different tokens* "
-                "into one vector: a silent bug, the model still runs. Hint: `x.transpose(1, 2).reshape(B, T, h * d)`"
-                ": transpose back first.",
-                lambda x: x.reshape(x.size(0), x.size(2), -1),
-            )
-        ],
+        "your combine_heads", combine_heads, lambda: _arange_cases([((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
+        [Mistake("the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues *different tokens* into "
+                 "one vector: a silent bug, the model still runs. Hint: `x.transpose(1, 2).reshape(B, T, h * d)`: "
+                 "transpose back first.", lambda x: x.reshape(x.size(0), x.size(2), -1))],
         "Hint: combine must undo split_heads exactly.",
-        "puts every head's features back next to each other, token by token.",
-    ),
+        "puts every head's features back next to each other, token by token."),
     "check_multi_head_attention": Entry(
-        "your module",
-        _mha_reference,
-        lambda: _module_cases(((16, 4), {})),
-        [
-            Mistake(
-                "scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: "
-                "divide by sqrt(d_k), the width of one head's queries.",
-                partial(_mha, scale=lambda q: math.sqrt(q.size(1) * q.size(-1))),
-            ),
-            Mistake(
-                "heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
-                "`out.transpose(1, 2).reshape(B, T, d_model)`.",
-                partial(_mha, merge=lambda x: x.reshape(x.size(0), x.size(2), -1)),
-            ),
-        ]
-        + [Mistake(hint, partial(_mha, **knobs)) for hint, knobs in _ATTENTION_BUGS],
+        "your module", _mha_reference, lambda: _module_cases(((16, 4), {})),
+        [Mistake("scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: divide "
+                 "by sqrt(d_k), the width of one head's queries.",
+                 partial(_mha, scale=lambda q: math.sqrt(q.size(1) * q.size(-1)))),
+         Mistake("heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
+                 "`out.transpose(1, 2).reshape(B, T, d_model)`.", partial(_mha, merge=lambda x: x.reshape(
+                     x.size(0), x.size(2), -1))),
+         *_bugs(_mha, _ATTENTION_BUGS)],
         "Hint: test split, attention and combine alone, each against its check.",
         "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
-        "cross-attention; gradients match and reach every parameter.",
-        builds=True,
-    ),
+        "cross-attention; gradients match and reach every parameter.", builds=True),
     "check_positional_encoding": Entry(
-        "your encoding",
-        _table,
+        "your encoding", lambda d_model, max_len: sinusoidal_encoding(d_model=d_model, max_len=max_len),
         lambda: [Case((16, 50), "for d_model=16, max_len=50"), Case((6, 10), "for d_model=6, max_len=10")],
-        [
-            Mistake(
-                "you swapped the arguments: the order is (d_model, max_len), like PositionalEncoding(d_model, "
-                "max_len). Hint: `def my_sinusoidal_encoding(d_model, max_len)`.",
-                lambda d, n: _table(n, d),
-            ),
-            Mistake("the table is transposed: rows are positions, (max_len, d_model).", lambda d, n: _table(d, n).T),
-            Mistake("sin and cos are swapped: even features 2i get sin, odd ones 2i+1 get cos.", _sin_cos_swapped),
-        ],
-        "Hint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(...); the pair (2i, 2i+1) shares "
-        "a frequency.",
-        "the table matches the paper's formula, with the arguments (d_model, max_len).",
-    ),
+        [Mistake("you swapped the arguments: the order is (d_model, max_len), like PositionalEncoding(d_model, "
+                 "max_len). Hint: `def my_sinusoidal_encoding(d_model, max_len)`.",
+                 lambda d, n: sinusoidal_encoding(d_model=n, max_len=d)),
+         Mistake("the table is transposed: rows are positions, (max_len, d_model).",
+                 lambda d, n: sinusoidal_encoding(d_model=d, max_len=n).T),
+         Mistake("sin and cos are swapped: even features 2i get sin, odd ones 2i+1 get cos.", _sin_cos_swapped)],
+        "Hint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(...); the pair (2i, 2i+1) shares a "
+        "frequency.", "the table matches the paper's formula, with the arguments (d_model, max_len)."),
     "check_positional_encoding_module": Entry(
-        "your module",
-        _positional_reference,
-        lambda: _float_cases([(3, 6, 16), (2, 9, 16)], ((16, 50), {})),
-        [
-            Mistake(
-                "every sequence in the batch got a different encoding, and every position in a sequence the same "
-                "one: the encodings were added along the batch axis. Hint: the table must be (1, max_len, "
-                "d_model) and added as `x + pe[:, :x.size(1)]`.",
-                lambda ref, x: x + ref.pe[0, : x.size(0), None],
-            )
-        ],
+        "your module", _positional_reference, lambda: _float_cases([(3, 6, 16), (2, 9, 16)], ((16, 50), {})),
+        [Mistake("every sequence in the batch got a different encoding, and every position in a sequence the same one: "
+                 "the encodings were added along the batch axis. Hint: the table must be (1, max_len, d_model) and "
+                 "added as `x + pe[:, :x.size(1)]`.", lambda ref, x: x + ref.pe[0, :x.size(0), None])],
         "Hint: added to x, your module should give x + PE[:T], the same for every sequence.",
         "stores the table as a buffer and adds the same encodings to every sequence, along the positions.",
-        builds=True,
-    ),
+        builds=True),
     "check_layer_norm": Entry(
-        "your LayerNorm",
-        _layer_norm_reference,
-        lambda: _float_cases([(3, 4, 8), (5, 8)], ((8,), {})),
-        [
-            Mistake(
-                "you used the unbiased variance (dividing by d_model - 1). Hint: `x.var(-1, unbiased=False, "
-                "keepdim=True)`, as nn.LayerNorm does.",
-                lambda ref, x: (
-                    (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + ref.eps) * ref.weight
-                    + ref.bias
-                ),
-            ),
-            Mistake(
-                "the gain and shift are not applied. Hint: `... * self.weight + self.bias`.",
-                lambda ref, x: F.layer_norm(x, x.shape[-1:], eps=ref.eps),
-            ),
-            Mistake(
-                "you normalised over the tokens, not over each token's features. Hint: mean and variance over "
-                "dim=-1 with keepdim=True.",
-                lambda ref, x: (
-                    (x - x.mean(-2, keepdim=True))
-                    / torch.sqrt(x.var(-2, unbiased=False, keepdim=True) + ref.eps)
-                    * ref.weight
-                    + ref.bias
-                ),
-            ),
-        ],
+        "your LayerNorm", _layer_norm_reference, lambda: _float_cases([(3, 4, 8), (5, 8)], ((8,), {})),
+        [Mistake("you used the unbiased variance (dividing by d_model - 1). Hint: `x.var(-1, unbiased=False, "
+                 "keepdim=True)`, as nn.LayerNorm does.", lambda ref, x: (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+                     x.var(-1, keepdim=True) + ref.eps) * ref.weight + ref.bias),
+         Mistake("the gain and shift are not applied. Hint: `... * self.weight + self.bias`.",
+                 lambda ref, x: F.layer_norm(x, x.shape[-1:], eps=ref.eps)),
+         Mistake("you normalised over the tokens, not over each token's features. Hint: mean and variance over dim=-1 "
+                 "with keepdim=True.", lambda ref, x: (x - x.mean(-2, keepdim=True)) / torch.sqrt(
+                     x.var(-2, unbiased=False, keepdim=True) + ref.eps) * ref.weight + ref.bias)],
         "Hint: (x - mean) / sqrt(var + eps) * gain + shift, over the last axis.",
-        "normalises each token over its features like nn.LayerNorm; gradients match.",
-        builds=True,
-    ),
+        "normalises each token over its features like nn.LayerNorm; gradients match.", builds=True),
     "check_feed_forward": Entry(
-        "your feed-forward",
-        _feed_forward_reference,
+        "your feed-forward", lambda student, d_model, d_ff: copy_weights(PositionwiseFeedForward(
+            d_model, d_ff), student, {"linear1": "linear1", "linear2": "linear2"}),
         lambda: _float_cases([(2, 5, 8), (7, 8)], ((8, 32), {})),
-        [
-            Mistake(
-                "without the ReLU, two linear layers are just one linear layer. Hint: torch.relu between.",
-                lambda ref, x: ref.linear2(ref.linear1(x)),
-            )
-        ],
-        "Hint: linear2(relu(linear1(x))).",
-        "two linear layers around a ReLU, the same at every position.",
-        builds=True,
-    ),
+        [Mistake("without the ReLU, two linear layers are just one linear layer. Hint: torch.relu between.",
+                 lambda ref, x: ref.linear2(ref.linear1(x)))],
+        "Hint: linear2(relu(linear1(x))).", "two linear layers around a ReLU, the same at every position.",
+        builds=True),
     "check_encoder_layer": Entry(
-        "your encoder layer",
-        partial(_layer_reference, EncoderLayer, {"self_attn": "self_attn"}),
-        lambda: _layer_cases(decoder=False),
-        [Mistake(hint, partial(_encoder, **knobs)) for hint, knobs in [*_LAYER_BUGS, _SELF_MASK_BUG]],
+        "your encoder layer", partial(_layer_reference, EncoderLayer, ("self_attn",)), lambda: _layer_cases(False),
+        _bugs(_encoder, _LAYER_BUGS + _ENCODER_BUGS),
         "Hint: self-attention then feed-forward, each `norm(x + sublayer(x))` (or `x + sublayer(norm(x))` with "
-        "norm_first=True).",
-        "equals tl.EncoderLayer with the same weights, post-LN and pre-LN, with per-sequence padding; gradients match.",
-        builds=True,
-    ),
+        "norm_first=True).", "equals tl.EncoderLayer with the same weights, post-LN and pre-LN, with per-sequence "
+        "padding; gradients match.", builds=True),
     "check_decoder_layer": Entry(
-        "your decoder layer",
-        partial(_layer_reference, DecoderLayer, {"self_attn": "self_attn", "cross_attn": "cross_attn"}),
-        lambda: _layer_cases(decoder=True),
-        [Mistake(hint, partial(_decoder, **knobs)) for hint, knobs in [*_LAYER_BUGS, *_DECODER_MASK_BUGS]],
+        "your decoder layer", partial(_layer_reference, DecoderLayer, ("self_attn", "cross_attn")),
+        lambda: _layer_cases(True), _bugs(_decoder, _LAYER_BUGS + _DECODER_BUGS),
         "Hint: masked self-attention, cross-attention to the memory, feed-forward; each in its residual sublayer.",
         "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, with causal and per-sequence masks; "
-        "gradients match.",
-        builds=True,
-    ),
+        "gradients match.", builds=True),
     "check_cross_attention": Entry(
-        "your cross-attention",
-        lambda attn, x, memory, mask: attn(x, memory, memory, mask),
-        _cross_cases,
-        [
-            Mistake(
-                "the queries come from the decoder's x, the keys and values from the encoder's memory. Hint: "
-                "`attn(x, memory, memory, memory_mask)`.",
-                lambda attn, x, m, mask: attn(m, x, x, mask),
-            ),
-            Mistake(
-                "memory_mask was not used: queries attend to the source's padding. Hint: pass it as the mask.",
-                lambda attn, x, m, mask: attn(x, m, m),
-            ),
-            Mistake(
-                "the mask has the opposite polarity: in this course True means 'may attend'.",
-                lambda attn, x, m, mask: attn(x, m, m, ~mask),
-            ),
-            Mistake(
-                "every sequence got the first sequence's memory mask: keep its batch axis (B, 1, 1, T_src).",
-                lambda attn, x, m, mask: attn(x, m, m, mask[:1]),
-            ),
-        ],
+        "your cross-attention", lambda attn, x, memory, mask: attn(x, memory, memory, mask), _cross_cases,
+        [Mistake("the queries come from the decoder's x, the keys and values from the encoder's memory. Hint: "
+                 "`attn(x, memory, memory, memory_mask)`.", lambda attn, x, m, mask: attn(m, x, x, mask)),
+         Mistake("memory_mask was not used: queries attend to the source's padding. Hint: pass it as the mask.",
+                 lambda attn, x, m, mask: attn(x, m, m)),
+         Mistake("the mask has the opposite polarity: in this course True means 'may attend'.",
+                 lambda attn, x, m, mask: attn(x, m, m, ~mask)),
+         Mistake("every sequence got the first sequence's memory mask: keep its batch axis (B, 1, 1, T_src).",
+                 lambda attn, x, m, mask: attn(x, m, m, mask[:1]))],
         "Hint: `attn(x, memory, memory, memory_mask)[0]`.",
-        "queries from the decoder, keys and values from the memory, the source's padding masked.",
-    ),
+        "queries from the decoder, keys and values from the memory, the source's padding masked."),
     "check_causal_mask": Entry(
-        "your causal mask",
-        lambda size: causal_mask(size)[0, 0],
-        partial(_causal_mask_cases, False),
-        [
-            Mistake(
-                "the mask is inverted: True should mark what a query *may* see (j <= i).",
-                lambda t: ~causal_mask(t)[0, 0],
-            ),
-            Mistake(
-                "this lets each token see the future and not the past: use `.tril()`, not `.triu()`.",
-                lambda t: torch.ones(t, t, dtype=torch.bool).triu(),
-            ),
-            Mistake(
-                "a token must be allowed to see itself: the diagonal belongs to the mask.",
-                lambda t: torch.ones(t, t, dtype=torch.bool).tril(-1),
-            ),
-        ],
-        "Hint: query i may attend to keys j <= i (1 = may attend).",
-        "lets each position see itself and the past only.",
-        pick=_causal_mask_pick,
-    ),
+        "your causal mask", lambda size: causal_mask(size)[0, 0], lambda: _causal_mask_cases(False),
+        [Mistake("the mask is inverted: True should mark what a query *may* see (j <= i).",
+                 lambda t: ~causal_mask(t)[0, 0]),
+         Mistake("this lets each token see the future and not the past: use `.tril()`, not `.triu()`.",
+                 lambda t: torch.ones(t, t, dtype=torch.bool).triu()),
+         Mistake("a token must be allowed to see itself: the diagonal belongs to the mask.",
+                 lambda t: torch.ones(t, t, dtype=torch.bool).tril(-1))],
+        "Hint: query i may attend to keys j <= i (1 = may attend).", "lets each position see itself and the past only.",
+        pick=_causal_mask_pick),
     "check_causal_mask_cached": Entry(
-        "your causal mask",
-        lambda size_q, size_k: causal_mask(size_q, size_k)[0, 0],
-        partial(_causal_mask_cases, True),
-        [
-            Mistake(
-                "for T_q new queries among T_k positions, query i is position i + T_k - T_q: it sees every "
-                "cached token. Hint: `.tril(diagonal=T_k - T_q)`.",
-                lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(),
-            ),
-            Mistake(
-                "the mask is inverted: True should mark what a query *may* see.", lambda q, k: ~causal_mask(q, k)[0, 0]
-            ),
-        ],
+        "your causal mask", lambda size_q, size_k: causal_mask(size_q, size_k)[0, 0], lambda: _causal_mask_cases(True),
+        [Mistake("for T_q new queries among T_k positions, query i is position i + T_k - T_q: it sees every cached "
+                 "token. Hint: `.tril(diagonal=T_k - T_q)`.", lambda q, k: torch.ones(q, k, dtype=torch.bool).tril()),
+         Mistake("the mask is inverted: True should mark what a query *may* see.",
+                 lambda q, k: ~causal_mask(q, k)[0, 0])],
         "Hint: query i is position i + T_k - T_q and may see keys up to there.",
-        "lets each new query see the cache, itself and the past only.",
-        pick=_causal_mask_pick,
-    ),
-    "check_causal_decoder": Entry(
-        "your model",
-        lambda src, tgt: tgt.cumsum(1)[..., None].float(),
-        _causal_decoder_cases,
-        [],
+        "lets each new query see the cache, itself and the past only.", pick=_causal_mask_pick),
+    "check_causal_decoder": Entry(  # the reference is any causal function of the target: no position sees later ones
+        "your model", lambda src, tgt: tgt.cumsum(1)[..., None].float(), _causal_decoder_cases, [],
         "The logits at those positions changed: the decoder sees the future, so it trains to a near-zero loss by "
-        "copying the next token and then generates garbage. Hint: give the decoder's self-attention the causal "
-        "mask, `tl.causal_mask(T) & padding_mask`.",
-        "the logits at each position depend only on the target tokens up to it.",
-        run=_causal_decoder_run,
-        pick=lambda result, case=None: {"change of the earlier logits": result},
-    ),
+        "copying the next token and then generates garbage. Hint: give the decoder's self-attention the causal mask, "
+        "`tl.causal_mask(T) & padding_mask`.", "the logits at each position depend only on the target tokens up to it.",
+        run=_causal_decoder_run, pick=lambda result, case=None: {"change of the earlier logits": result}),
     "check_shifted_targets": Entry(
-        "your shift",
-        lambda tgt: (tgt[:, :-1], tgt[:, 1:]),
-        lambda: [
-            Case(
-                (torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
-                "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)",
-            )
-        ],
-        [
-            Mistake(
-                "the targets are not shifted: the decoder would be asked for the token it already sees, learn to "
-                "copy its input to a near-zero loss, and generate garbage. Hint: input `tgt[:, :-1]`, target "
-                "`tgt[:, 1:]`.",
-                lambda tgt: (tgt, tgt),
-            ),
-            Mistake(
-                "the targets are not shifted (both are `tgt[:, :-1]`). Hint: the target is the input moved one "
-                "step left, `tgt[:, 1:]`.",
-                lambda tgt: (tgt[:, :-1], tgt[:, :-1]),
-            ),
-            Mistake(
-                "input and target are swapped. Hint: the decoder reads `tgt[:, :-1]` (starting with <bos>) and "
-                "predicts `tgt[:, 1:]` (ending with <eos>).",
-                lambda tgt: (tgt[:, 1:], tgt[:, :-1]),
-            ),
-        ],
+        "your shift", lambda tgt: (tgt[:, :-1], tgt[:, 1:]),
+        lambda: [Case((torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
+                      "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)")],
+        [Mistake("the targets are not shifted: the decoder would be asked for the token it already sees, learn to copy "
+                 "its input to a near-zero loss, and generate garbage. Hint: input `tgt[:, :-1]`, target `tgt[:, 1:]`.",
+                 lambda tgt: (tgt, tgt)),
+         Mistake("the targets are not shifted (both are `tgt[:, :-1]`). Hint: the target is the input moved one step "
+                 "left, `tgt[:, 1:]`.", lambda tgt: (tgt[:, :-1], tgt[:, :-1])),
+         Mistake("input and target are swapped. Hint: the decoder reads `tgt[:, :-1]` (starting with <bos>) and "
+                 "predicts `tgt[:, 1:]` (ending with <eos>).", lambda tgt: (tgt[:, 1:], tgt[:, :-1]))],
         "Hint: `(tgt[:, :-1], tgt[:, 1:])`.",
-        "the decoder reads <bos> y and predicts y <eos>: each position predicts the next token.",
-        pick=_shifted_pick,
-    ),
+        "the decoder reads <bos> y and predicts y <eos>: each position predicts the next token.", pick=_shifted_pick),
     "check_label_smoothing": Entry(
-        "your label smoothing",
-        smoothed_targets,
-        lambda: [
-            Case((torch.tensor([4, 0, 7, 5]), 9, 0.1, 0), "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0"),
-            Case((torch.tensor([3, 2, 6, 1]), 8, 0.2, 2), "for target [3, 2, 6, 1], V=8, eps=0.2, pad_id=2"),
-        ],
-        [
-            Mistake(
-                "a row whose target is padding should be all zero, so it adds nothing to the loss.",
-                partial(_smoothing, pad_rows=False),
-            ),
-            Mistake(
-                "<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0 and spread eps "
-                "over V - 2 tokens.",
-                partial(_smoothing, others=1, pad_column=False),
-            ),
-            Mistake(
-                "eps was spread over V - 1 tokens; <pad> gets none, so it goes to V - 2: eps / (V - 2) each.",
-                partial(_smoothing, others=1),
-            ),
-            Mistake(
-                "padding was taken to be id 0; use the `pad_id` argument.",
-                lambda target, v, eps, pad_id: _smoothing(target, v, eps, 0),
-            ),
-        ],
+        "your label smoothing", smoothed_targets,
+        lambda: [Case((torch.tensor([4, 0, 7, 5]), 9, 0.1, 0), "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0"),
+                 Case((torch.tensor([3, 2, 6, 1]), 8, 0.2, 2), "for target [3, 2, 6, 1], V=8, eps=0.2, pad_id=2")],
+        [Mistake("a row whose target is padding should be all zero, so it adds nothing to the loss.",
+                 partial(_smoothing, pad_rows=False)),
+         Mistake("<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0 and spread eps "
+                 "over V - 2 tokens.", partial(_smoothing, others=1, pad_column=False)),
+         Mistake("eps was spread over V - 1 tokens; <pad> gets none, so it goes to V - 2: eps / (V - 2) each.",
+                 partial(_smoothing, others=1)),
+         Mistake("padding was taken to be id 0; use the `pad_id` argument.",
+                 lambda target, v, eps, pad_id: _smoothing(target, v, eps, 0))],
         "Hint: 1 - eps on the target, eps / (V - 2) on every other token but <pad>, rows of padding all zero.",
-        "1 - eps on the target, eps spread over the rest, nothing on padding.",
-        atol=1e-6,
-    ),
+        "1 - eps on the target, eps spread over the rest, nothing on padding.", atol=1e-6),
     "check_noam_lr": Entry(
-        "your schedule",
-        noam_lr,
-        _noam_cases,
-        [
-            Mistake(
-                "the warm-up rises too fast: it is step * warmup**-1.5.", lambda s, d, w: d**-0.5 * min(s**-0.5, s / w)
-            ),
-            Mistake("the factor d_model**-0.5 is missing.", lambda s, d, w: min(s**-0.5, s * w**-1.5)),
-        ],
+        "your schedule", noam_lr, _noam_cases,
+        [Mistake("the warm-up rises too fast: it is step * warmup**-1.5.",
+                 lambda s, d, w: d**-0.5 * min(s**-0.5, s / w)),
+         Mistake("the factor d_model**-0.5 is missing.", lambda s, d, w: min(s**-0.5, s * w**-1.5))],
         "Hint: d_model**-0.5 * min(step**-0.5, step * warmup**-1.5).",
-        "rises linearly during warm-up, peaks at step = warmup, then decays as 1/sqrt(step).",
-        pick=_number,
-        atol=0.0,
-        rtol=1e-6,
-    ),
+        "rises linearly during warm-up, peaks at step = warmup, then decays as 1/sqrt(step).", pick=_number, atol=0.0,
+        rtol=1e-6),
     "check_temperature_softmax": Entry(
-        "your function",
-        lambda logits, t: (logits / t).softmax(-1),
+        "your function", lambda logits, t: (logits / t).softmax(-1),
         lambda: _float_cases([(2, 5), (2, 5), (3, 4)], extra=(0.1, 1.0, 5.0)),
-        [
-            Mistake(
-                "you multiplied by the temperature; divide: a high temperature should flatten.",
-                lambda logits, t: (logits * t).softmax(-1),
-            ),
-            Mistake(
-                "softmax ran over the wrong axis. Hint: `.softmax(dim=-1)`, over the vocabulary.",
-                lambda logits, t: (logits / t).softmax(0),
-            ),
-        ],
-        "Hint: `(logits / temperature).softmax(dim=-1)`.",
-        "low temperatures sharpen, high ones flatten.",
-    ),
+        [Mistake("you multiplied by the temperature; divide: a high temperature should flatten.",
+                 lambda logits, t: (logits * t).softmax(-1)),
+         Mistake("softmax ran over the wrong axis. Hint: `.softmax(dim=-1)`, over the vocabulary.",
+                 lambda logits, t: (logits / t).softmax(0))],
+        "Hint: `(logits / temperature).softmax(dim=-1)`.", "low temperatures sharpen, high ones flatten."),
     "check_shard_loss": Entry(
-        "your function",
-        _shard_loss,
-        _shard_cases,
-        [
-            Mistake(
-                "you averaged over each process's own tokens. With unequal shards the average of those means is "
-                "not the mean over all tokens. Hint: sum over this shard's non-pad tokens and divide by "
-                "`global_tokens`.",
-                lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
-            ),
-            Mistake(
-                "the processes' average is world_size times too small: DDP divides the summed gradients by "
-                "`world_size`, so multiply your loss by `world_size` to undo it.",
-                partial(_shard_loss, scale=False),
-            ),
-            Mistake("padding was counted in the loss. Hint: `ignore_index=0`.", partial(_shard_loss, ignore=-100)),
-        ],
+        "your function", _shard_loss, _shard_cases,
+        [Mistake("you averaged over each process's own tokens. With unequal shards the average of those means is not "
+                 "the mean over all tokens. Hint: sum over this shard's non-pad tokens and divide by `global_tokens`.",
+                 lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)),
+         Mistake("the processes' average is world_size times too small: DDP divides the summed gradients by "
+                 "`world_size`, so multiply your loss by `world_size` to undo it.", partial(_shard_loss, scale=False)),
+         Mistake("padding was counted in the loss. Hint: `ignore_index=0`.", partial(_shard_loss, ignore=-100))],
         "Hint: cross-entropy summed over this shard's non-pad tokens (`reduction='sum', ignore_index=0`), times "
         "`world_size`, divided by `global_tokens`.",
-        "the processes' average equals the big batch's mean over all tokens, however unequal.",
-        run=_shard_run,
-        pick=lambda result, case=None: {"loss": result},
-    ),
+        "the processes' average equals the big batch's mean over all tokens, however unequal.", run=_shard_run,
+        pick=lambda result, case=None: {"loss": result}),
 }
 
 
-# --- the checks the notebooks call ----------------------------------------------------------------------
+# --- the checks the notebooks call -----------------------------------------------------------------------
 
 
-def check_attention(attention: Callable) -> CheckResult:
-    """``attention(q, k, v, mask=None) -> (output, weights)`` (or just ``output``), masks bool, True = may attend."""
-    return _judge("check_attention", attention)
+def _judge(entry: str, student) -> CheckResult:
+    return judge(entry.removesuffix("_module").removesuffix("_cached"), CHECKS[entry], student)
 
 
-def check_split_heads(split: Callable) -> CheckResult:
-    """``split(x (B, T, h * d), num_heads) -> (B, h, T, d)``."""
-    return _judge("check_split_heads", split)
+def _check(entry: str, form: str) -> Callable[[object], CheckResult]:
+    """The public check for ``CHECKS[entry]``; ``form`` is the call form the student's code must have."""
+    def check(code) -> CheckResult:
+        return _judge(entry, code)
+
+    check.__name__ = check.__qualname__ = entry
+    check.__doc__ = f"Check {form}. Returns a CheckResult: truthy when it passed; prints a friendly message."
+    return check
 
 
-def check_combine_heads(combine: Callable) -> CheckResult:
-    """``combine(x (B, h, T, d)) -> (B, T, h * d)``, the inverse of split_heads."""
-    return _judge("check_combine_heads", combine)
-
-
-def check_multi_head_attention(module_class: type) -> CheckResult:
-    """``module_class(d_model, num_heads)`` with ``nn.Linear`` attributes ``w_q, w_k, w_v, w_o`` (bias optional)
-    and ``forward(query, key, value, mask=None) -> output`` or ``(output, weights)``."""
-    return _judge("check_multi_head_attention", module_class)
+check_attention = _check("check_attention", "``attention(q, k, v, mask=None) -> (output, weights)`` or ``output``")
+check_split_heads = _check("check_split_heads", "``split(x (B, T, h * d), num_heads) -> (B, h, T, d)``")
+check_combine_heads = _check("check_combine_heads", "``combine(x (B, h, T, d)) -> (B, T, h * d)``")
+check_multi_head_attention = _check("check_multi_head_attention", "the class ``MyMHA(d_model, num_heads)``: "
+                                    "``w_q, w_k, w_v, w_o``, ``forward(query, key, value, mask=None)``")
+check_layer_norm = _check("check_layer_norm", "the class ``MyLayerNorm(d_model)``, with a learned gain and shift")
+check_feed_forward = _check("check_feed_forward", "the class ``MyFeedForward(d_model, d_ff)``: ``linear1, linear2``")
+check_encoder_layer = _check("check_encoder_layer", "the class ``MyEncoderLayer(d_model, num_heads, d_ff, "
+                             "norm_first=False)`` with ``forward(x, mask=None)``")
+check_decoder_layer = _check("check_decoder_layer", "the class ``MyDecoderLayer(d_model, num_heads, d_ff, "
+                             "norm_first=False)`` with ``forward(x, memory, tgt_mask=None, memory_mask=None)``")
+check_cross_attention = _check("check_cross_attention", "``cross_attention(attn, x, memory, memory_mask) -> output``")
+check_shifted_targets = _check("check_shifted_targets", "``shift(tgt (B, T)) -> (decoder_input, decoder_target)``")
+check_label_smoothing = _check("check_label_smoothing", "``make_targets(target, vocab_size, eps, pad_id) -> (N, V)``")
+check_noam_lr = _check("check_noam_lr", "``schedule(step, d_model, warmup) -> float``, steps counted from 1")
+check_temperature_softmax = _check("check_temperature_softmax", "``softmax_with_temperature(logits, temperature)``")
+check_shard_loss = _check("check_shard_loss", "``shard_loss(logits, target, global_tokens, world_size) -> scalar``, "
+                          "the loss one data-parallel process backpropagates")
 
 
 def check_positional_encoding(encoding) -> CheckResult:
-    """A function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a module class
-    ``encoding(d_model, max_len)`` that stores the table as a buffer and whose ``forward(x (B, T, d_model))``
-    adds it to ``x``."""
-    return _judge(
-        "check_positional_encoding_module" if isinstance(encoding, type) else "check_positional_encoding", encoding
-    )
-
-
-def check_layer_norm(module_class: type) -> CheckResult:
-    """``module_class(d_model)``: LayerNorm over the last axis with learnable gain and shift, like nn.LayerNorm."""
-    return _judge("check_layer_norm", module_class)
-
-
-def check_feed_forward(module_class: type) -> CheckResult:
-    """``module_class(d_model, d_ff)`` with ``nn.Linear`` attributes ``linear1``, ``linear2``."""
-    return _judge("check_feed_forward", module_class)
-
-
-def check_encoder_layer(module_class: type) -> CheckResult:
-    """``module_class(d_model, num_heads, d_ff, norm_first=False)`` with ``self_attn`` (``w_q, w_k, w_v, w_o``),
-    ``feed_forward`` (``linear1``, ``linear2``), ``norm1``, ``norm2``; ``forward(x, mask=None)``, no dropout."""
-    return _judge("check_encoder_layer", module_class)
-
-
-def check_decoder_layer(module_class: type) -> CheckResult:
-    """``module_class(d_model, num_heads, d_ff, norm_first=False)`` with ``self_attn``, ``cross_attn``,
-    ``feed_forward``, ``norm1``, ``norm2``, ``norm3``; ``forward(x, memory, tgt_mask=None, memory_mask=None)``."""
-    return _judge("check_decoder_layer", module_class)
-
-
-def check_cross_attention(cross_attention: Callable) -> CheckResult:
-    """``cross_attention(attn, x (B, T_tgt, d), memory (B, T_src, d), memory_mask) -> (B, T_tgt, d)``."""
-    return _judge("check_cross_attention", cross_attention)
+    """A function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a class ``encoding(d_model, max_len)``
+    that stores the table as a buffer and whose ``forward(x (B, T, d_model))`` adds it to ``x``."""
+    return _judge("check_positional_encoding_module" if isinstance(encoding, type) else "check_positional_encoding",
+                  encoding)
 
 
 def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckResult:
-    """``make_mask(T) -> bool (T, T)`` (or ``(1, 1, T, T)``), True where query i may attend to key j <= i.
-
-    With ``with_cache=True``: ``make_mask(T_q, T_k)`` for the last ``T_q`` queries of a sequence of ``T_k``
-    (decoding with a KV cache), so query i sits at position ``i + T_k - T_q``.
-    """
+    """``make_mask(T) -> bool (T, T)`` (or ``(1, 1, T, T)``), True where query i may attend to key j <= i. With
+    ``with_cache=True``: ``make_mask(T_q, T_k)`` for the last ``T_q`` queries of ``T_k`` positions (decoding with a KV
+    cache), so query i sits at position ``i + T_k - T_q``."""
     return _judge("check_causal_mask_cached" if with_cache else "check_causal_mask", make_mask)
 
 
 def check_causal_decoder(model) -> CheckResult:
-    """``model(src (B, S), tgt (B, T)) -> logits (B, T, V)``: changing target tokens after position t must leave
-    the logits at positions <= t unchanged (token ids 1-3 are used)."""
+    """``model(src (B, S), tgt (B, T)) -> logits (B, T, V)`` (token ids 1-3 are used): changing target tokens after
+    position t must leave the logits at positions <= t unchanged. Runs the model in eval mode, then restores it."""
     if not isinstance(model, nn.Module):
         return _judge("check_causal_decoder", model)
     was_training = model.training
     result = _judge("check_causal_decoder", model.eval())
     model.train(was_training)
     return result
-
-
-def check_shifted_targets(shift: Callable) -> CheckResult:
-    """``shift(tgt (B, T)) -> (decoder_input, decoder_target)``, rows ``<bos> y <eos> <pad>...``."""
-    return _judge("check_shifted_targets", shift)
-
-
-def check_label_smoothing(make_targets: Callable) -> CheckResult:
-    """``make_targets(target (N,), vocab_size, eps, pad_id) -> (N, vocab_size)`` distributions."""
-    return _judge("check_label_smoothing", make_targets)
-
-
-def check_noam_lr(schedule: Callable) -> CheckResult:
-    """``schedule(step, d_model, warmup) -> float``, the paper's learning rate (eq. 3), steps counted from 1."""
-    return _judge("check_noam_lr", schedule)
-
-
-def check_temperature_softmax(softmax_with_temperature: Callable) -> CheckResult:
-    """``softmax_with_temperature(logits (..., V), temperature) -> probabilities (..., V)``."""
-    return _judge("check_temperature_softmax", softmax_with_temperature)
-
-
-def check_shard_loss(shard_loss: Callable) -> CheckResult:
-    """``shard_loss(logits (B, T, V), target (B, T), global_tokens, world_size) -> scalar``: the loss each of
-    ``world_size`` data-parallel processes backpropagates so that DDP's average of their gradients is the gradient
-    of the mean cross-entropy over all ``global_tokens`` non-pad tokens (pad id 0), however unequal the shards."""
-    return _judge("check_shard_loss", shard_loss)

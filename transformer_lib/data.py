@@ -7,6 +7,7 @@ from a checkpoint at step ``s`` sees exactly the batches the uninterrupted run w
 
 import datetime
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,12 +21,16 @@ PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 
 
 class Vocab:
-    """Characters <-> ids, with ``<pad>=0``, ``<bos>=1``, ``<eos>=2``, ``<unk>=3`` first."""
+    """Characters <-> ids. The special tokens ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>`` come first (ids 0-3) unless
+    ``pad_id`` puts ``<pad>`` elsewhere; the model's ``TransformerConfig.pad_id`` must equal ``vocab.pad_id``."""
 
-    def __init__(self, characters: str):
-        self.itos = [PAD, BOS, EOS, UNK] + sorted(set(characters))
+    def __init__(self, characters: str, pad_id: int = 0):
+        others = [BOS, EOS, UNK] + sorted(set(characters) - {PAD, BOS, EOS, UNK})
+        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id <= len(others):
+            raise ValueError(f"pad_id must be a whole number in [0, {len(others)}] for this vocabulary, got {pad_id!r}")
+        self.itos = others[:pad_id] + [PAD] + others[pad_id:]
         self.stoi = {s: i for i, s in enumerate(self.itos)}
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = 0, 1, 2, 3
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = (self.stoi[s] for s in (PAD, BOS, EOS, UNK))
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -35,9 +40,21 @@ class Vocab:
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        """Ids -> text, stopping at the first ``<eos>`` and skipping ``<pad>`` and ``<bos>``."""
+        """One sequence of ids -> text, stopping at the first ``<eos>`` and skipping ``<pad>`` and ``<bos>``.
+
+        For a batch ``(B, T)`` decode each row: ``[vocab.decode(row) for row in ids]``.
+        """
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() != 1:
+                raise ValueError(
+                    f"Vocab.decode takes one sequence (T,), got a tensor of shape {tuple(ids.shape)}; "
+                    "decode a batch row by row: [vocab.decode(row) for row in ids]"
+                )
+            ids = ids.tolist()
         out = []
-        for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:
+        for i in ids:
+            if not isinstance(i, int):
+                raise TypeError(f"Vocab.decode takes a sequence of int ids, got an element {i!r}")
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
@@ -58,13 +75,16 @@ class Batch:
     tgt_out: torch.Tensor  # (B, T) ids
     src_mask: torch.Tensor  # (B, 1, 1, S)
     tgt_mask: torch.Tensor  # (B, 1, T, T): causal and padding
+    pad_id: int = 0  # the vocabulary's <pad>, the filler of all three id tensors
 
     def to(self, device: torch.device | str) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)))
+        tensors = (t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask))
+        return Batch(*tensors, pad_id=self.pad_id)
 
     @property
     def num_target_tokens(self) -> int:
-        return int((self.tgt_out != 0).sum())
+        """Target tokens the loss counts: every position of ``tgt_out`` that is not padding."""
+        return int((self.tgt_out != self.pad_id).sum())
 
 
 def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
@@ -81,18 +101,25 @@ def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T) each
     src_mask = padding_mask(src, vocab.pad_id)  # (B, 1, 1, S)
     tgt_mask = padding_mask(tgt_in, vocab.pad_id) & causal_mask(tgt_in.size(1))  # (B, 1, T, T)
-    return Batch(src, tgt_in, tgt_out, src_mask, tgt_mask)
+    return Batch(src, tgt_in, tgt_out, src_mask, tgt_mask, pad_id=vocab.pad_id)
 
 
-class Seq2SeqTask:
-    """A task is a vocabulary, a way to draw one training pair, and a fixed held-out test set."""
+class Seq2SeqTask(ABC):
+    """A task is a vocabulary, a way to draw one training pair, and two fixed held-out splits.
+
+    ``valid_pairs`` is what a recipe is tuned on (learning rate, steps, label smoothing...); ``test_pairs`` is
+    read once, at the end, to report the result. Both are disjoint from training *by construction*: no
+    held-out source can ever be drawn as a training pair, so a score on them measures generalisation.
+    """
 
     vocab: Vocab
     seed: int
+    valid_pairs: list[tuple[str, str]]
     test_pairs: list[tuple[str, str]]
 
+    @abstractmethod
     def sample_pair(self, rng: random.Random) -> tuple[str, str]:
-        raise NotImplementedError
+        """One training pair drawn with ``rng``; never a held-out one."""
 
     def train_pairs(self, step: int, batch_size: int) -> list[tuple[str, str]]:
         """The training pairs of step ``step``: the same for the same ``(seed, step)`` on every machine."""
@@ -102,14 +129,19 @@ class Seq2SeqTask:
     def train_batch(self, step: int, batch_size: int) -> Batch:
         return make_batch(self.train_pairs(step, batch_size), self.vocab)
 
-    @property
-    def max_target_length(self) -> int:
-        """Longest target in the test set, plus ``<eos>``: a bound for decoding."""
-        return max(len(t) for _, t in self.test_pairs) + 1
+
+def _check_split_size(name: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 class CopyTask(Seq2SeqTask):
-    """Copy (or, with ``reverse=True``, reverse) a random string: the sanity check that a model can learn."""
+    """Copy (or, with ``reverse=True``, reverse) a random string: the sanity check that a model can learn.
+
+    ``num_test`` and ``num_valid`` distinct strings are drawn first and held out; training draws every other
+    string of ``min_len`` to ``max_len`` letters and redraws any held-out one, so no test or validation string
+    is ever trained on (which leaves the short strings, of which there are few, slightly rarer in training).
+    """
 
     def __init__(
         self,
@@ -119,17 +151,44 @@ class CopyTask(Seq2SeqTask):
         alphabet: str = "abcdefghij",
         reverse: bool = False,
         seed: int = 0,
+        num_valid: int = 500,
+        pad_id: int = 0,
     ):
+        if not alphabet:
+            raise ValueError("alphabet must hold at least one character, got an empty string")
         if not 1 <= min_len <= max_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-        self.min_len, self.max_len, self.alphabet, self.reverse, self.seed = min_len, max_len, alphabet, reverse, seed
-        self.vocab = Vocab(alphabet)
-        rng = random.Random(f"{seed}/test")
-        self.test_pairs = [self.sample_pair(rng) for _ in range(num_test)]
+        _check_split_size("num_test", num_test, 1)
+        _check_split_size("num_valid", num_valid, 0)
+        self.min_len, self.max_len, self.reverse, self.seed = min_len, max_len, reverse, seed
+        self.alphabet = "".join(sorted(set(alphabet)))
+        num_strings = sum(len(self.alphabet) ** n for n in range(min_len, max_len + 1))
+        if 2 * (num_test + num_valid) > num_strings:
+            raise ValueError(
+                f"num_test + num_valid = {num_test + num_valid} is more than half of the {num_strings} possible "
+                f"strings of {min_len}-{max_len} letters from {self.alphabet!r}: too little would be left to train on"
+            )
+        self.vocab = Vocab(self.alphabet, pad_id=pad_id)
+        rng = random.Random(f"{seed}/held-out")
+        held_out: dict[str, None] = {}  # insertion-ordered set
+        while len(held_out) < num_test + num_valid:
+            held_out[self._random_string(rng)] = None
+        strings = list(held_out)
+        self.held_out = frozenset(strings)
+        self.test_pairs = [self._pair(s) for s in strings[:num_test]]
+        self.valid_pairs = [self._pair(s) for s in strings[num_test:]]
+
+    def _random_string(self, rng: random.Random) -> str:
+        return "".join(rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len)))
+
+    def _pair(self, text: str) -> tuple[str, str]:
+        return text, text[::-1] if self.reverse else text
 
     def sample_pair(self, rng: random.Random) -> tuple[str, str]:
-        text = "".join(rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len)))
-        return text, text[::-1] if self.reverse else text
+        text = self._random_string(rng)
+        while text in self.held_out:
+            text = self._random_string(rng)
+        return self._pair(text)
 
 
 def _ordinal(day: int) -> str:
@@ -183,24 +242,46 @@ class DateTask(Seq2SeqTask):
     """Translate dates written in one of :data:`DATE_FORMATS` to ISO ``yyyy-mm-dd``.
 
     The calendar days from ``first_year`` to ``last_year`` are shuffled once; the first ``num_test`` days are
-    held out. Training pairs are drawn from the other days only, so no held-out date appears in training in
-    *any* format: a model that scores on the test set has learned to translate, not remembered.
+    the test split, the next ``num_valid`` the validation split. Training pairs are drawn from the other days
+    only, so no held-out date appears in training in *any* format: a model that scores on the test set has
+    learned to translate, not remembered.
     """
 
-    def __init__(self, num_test: int = 1000, first_year: int = 1950, last_year: int = 2049, seed: int = 0):
+    def __init__(
+        self,
+        num_test: int = 1000,
+        first_year: int = 1950,
+        last_year: int = 2049,
+        seed: int = 0,
+        num_valid: int = 500,
+        pad_id: int = 0,
+    ):
+        if not datetime.MINYEAR <= first_year <= last_year <= datetime.MAXYEAR:
+            raise ValueError(
+                f"need {datetime.MINYEAR} <= first_year <= last_year <= {datetime.MAXYEAR}, "
+                f"got first_year={first_year}, last_year={last_year}"
+            )
+        _check_split_size("num_test", num_test, 1)
+        _check_split_size("num_valid", num_valid, 0)
         start, end = datetime.date(first_year, 1, 1), datetime.date(last_year, 12, 31)
         days = [start + datetime.timedelta(n) for n in range((end - start).days + 1)]
         random.Random(f"{seed}/split").shuffle(days)
-        if not 0 < num_test < len(days):
-            raise ValueError(f"num_test must be between 1 and {len(days) - 1}, got {num_test}")
-        self.test_dates, self.train_dates = days[:num_test], days[num_test:]
+        if num_test + num_valid >= len(days):
+            raise ValueError(
+                f"num_test + num_valid must be below the {len(days)} days of {first_year}-{last_year}, "
+                f"got num_test={num_test}, num_valid={num_valid}"
+            )
+        held_out = num_test + num_valid
+        self.test_dates, self.valid_dates, self.train_dates = days[:num_test], days[num_test:held_out], days[held_out:]
         self.formats = list(DATE_FORMATS.values())
         self.seed = seed
         one_year = [datetime.date(2000, 1, 1) + datetime.timedelta(n) for n in range(366)]  # every month and weekday
         alphabet = "".join(f(d) for f in self.formats for d in one_year) + "0123456789-"
-        self.vocab = Vocab(alphabet)
+        self.vocab = Vocab(alphabet, pad_id=pad_id)
         rng = random.Random(f"{seed}/test")
         self.test_pairs = [(rng.choice(self.formats)(d), d.isoformat()) for d in self.test_dates]
+        rng = random.Random(f"{seed}/valid")
+        self.valid_pairs = [(rng.choice(self.formats)(d), d.isoformat()) for d in self.valid_dates]
 
     def sample_pair(self, rng: random.Random) -> tuple[str, str]:
         day = rng.choice(self.train_dates)

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from .attention import KVCache, MultiHeadAttention
-from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
+from .encoder import LayerStack
+from .layers import PositionwiseFeedForward, ResidualSublayer
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
@@ -71,13 +72,10 @@ class DecoderLayer(nn.Module):
         return self.residual_ff(x, self.feed_forward)  # (B, T_tgt, d_model)
 
 
-class Decoder(nn.Module):
-    """``num_layers`` decoder layers (and a final LayerNorm with pre-LN). Arguments as :class:`DecoderLayer`."""
+class Decoder(LayerStack):
+    """The decoder: ``num_layers`` :class:`DecoderLayer` (and a final LayerNorm with pre-LN)."""
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **layer_options):
-        super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, **layer_options) for _ in range(num_layers))
-        self.final_norm = LayerNorm(d_model) if layer_options.get("norm_first") else nn.Identity()
+    layer_class = DecoderLayer
 
     def forward(
         self,
@@ -88,6 +86,11 @@ class Decoder(nn.Module):
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
         """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache."""
+        if cache is not None and not len(cache.self_attn) == len(cache.cross_attn) == len(self.layers):
+            raise ValueError(
+                f"the cache holds {len(cache.self_attn)} layers but the decoder has {len(self.layers)}: "
+                "make it with model.new_cache() (or DecoderCache.empty(num_layers))"
+            )
         for i, layer in enumerate(self.layers):
             self_cache, cross_cache = (cache.self_attn[i], cache.cross_attn[i]) if cache is not None else (None, None)
             x = layer(x, memory, tgt_mask, memory_mask, self_cache, cross_cache)  # (B, T_tgt, d_model)

@@ -3,17 +3,18 @@
 import torch
 from torch import nn
 
+from ._arguments import check_positive_ints
 from .attention import MultiHeadAttention
 from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
 
-__all__ = ["EncoderLayer", "Encoder"]
+__all__ = ["EncoderLayer", "Encoder", "LayerStack"]
 
 
 class EncoderLayer(nn.Module):
     """Self-attention, then the feed-forward network; each inside a :class:`ResidualSublayer`.
 
     Args:
-        d_model, num_heads, d_ff: widths (GUIDE notation).
+        d_model, num_heads, d_ff: widths and head count (notation: NOTATION.md).
         dropout: ``P_drop`` on each sublayer's output.
         attention_dropout: dropout on the attention weights (not in the paper; 0 by default).
         norm_first: pre-LN instead of the paper's post-LN.
@@ -40,16 +41,38 @@ class EncoderLayer(nn.Module):
         return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
 
 
-class Encoder(nn.Module):
-    """``num_layers`` encoder layers; with pre-LN, a final LayerNorm (the residual stream is never normalised
-    otherwise). Takes the same arguments as :class:`EncoderLayer`."""
+class LayerStack(nn.Module):
+    """``num_layers`` copies of ``layer_class``; with pre-LN, a final LayerNorm (the residual stream is never
+    normalised otherwise). The other arguments are those of :class:`EncoderLayer` and ``DecoderLayer``."""
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, **layer_options):
+    layer_class: type[nn.Module]
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+    ):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, **layer_options) for _ in range(num_layers))
-        self.final_norm = LayerNorm(d_model) if layer_options.get("norm_first") else nn.Identity()
+        check_positive_ints(num_layers=num_layers)
+        self.layers = nn.ModuleList(
+            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first)
+            for _ in range(num_layers)
+        )
+        self.final_norm = LayerNorm(d_model) if norm_first else nn.Identity()
+
+
+class Encoder(LayerStack):
+    """The encoder: ``num_layers`` :class:`EncoderLayer` (and a final LayerNorm with pre-LN)."""
+
+    layer_class = EncoderLayer
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``."""
         for layer in self.layers:
             x = layer(x, mask)  # (B, T, d_model)
         return self.final_norm(x)

@@ -34,6 +34,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))  # the shift, beta
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_width(x, self.weight.size(0), "LayerNorm")
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1)
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
@@ -52,6 +53,7 @@ class PositionwiseFeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_width(x, self.linear1.in_features, "PositionwiseFeedForward")
         return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_ff) -> (B, T, d_model)
 
 
@@ -70,9 +72,15 @@ class ResidualSublayer(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``sublayer`` must return a tensor of the same shape (else a ValueError: the
+        sum would broadcast silently)."""
+        out = sublayer(self.norm(x) if self.norm_first else x)  # (B, T, d_model)
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"the sublayer must return the shape of its input {tuple(x.shape)}, got {got}")
         if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            return x + self.dropout(out)
+        return self.norm(x + self.dropout(out))
 
 
 class TokenEmbedding(nn.Module):
@@ -98,13 +106,17 @@ class TokenEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        if tokens.is_floating_point():
-            raise ValueError(f"tokens must be integer ids, got dtype {tokens.dtype}")
+        if not isinstance(tokens, torch.Tensor):
+            raise TypeError(f"tokens must be a tensor of integer ids, got {type(tokens).__name__}")
+        if tokens.is_floating_point() or tokens.dtype == torch.bool:
+            raise TypeError(f"tokens must be integer ids, got dtype {tokens.dtype}")
         vocab_size = self.embedding.num_embeddings
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-            raise ValueError(
-                f"token ids must lie in [0, {vocab_size}), got min={tokens.min().item()}, max={tokens.max().item()}"
-            )
+        if tokens.numel():
+            # The one check here that reads the data (one sync on a GPU): an id out of range would otherwise
+            # end in a device-side assert there, or an IndexError deep inside nn.Embedding on the CPU.
+            low, high = torch.stack(torch.aminmax(tokens)).tolist()
+            if low < 0 or high >= vocab_size:
+                raise ValueError(f"token ids must lie in [0, {vocab_size}), got min={low}, max={high}")
         return self.embedding(tokens) * self.scale  # (B, T, d_model)
 
 
@@ -169,9 +181,19 @@ class LearnedPositionalEncoding(nn.Module):
         return self.dropout(x + self.embedding.weight[rows][None])  # (B, T, d_model)
 
 
+def _check_width(x: torch.Tensor, d_model: int, owner: str) -> None:
+    """A floating tensor whose last axis is ``d_model`` wide, or a clear error naming ``owner``."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{owner} expects a floating-point tensor (..., d_model={d_model}), got {got}")
+    if x.dim() == 0 or x.size(-1) != d_model:
+        raise ValueError(f"{owner} expects x of shape (..., d_model={d_model}), got {tuple(x.shape)}")
+
+
 def _position_rows(x: torch.Tensor, start: int, max_len: int, d_model: int, owner: str) -> slice:
     """The table rows ``start : start + T`` for ``x (B, T, d_model)``, after checking that they exist."""
-    if x.dim() != 3 or x.size(-1) != d_model:
+    _check_width(x, d_model, owner)
+    if x.dim() != 3:
         raise ValueError(f"{owner} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
     length = x.size(1)
     if start < 0 or start + length > max_len:

@@ -126,9 +126,10 @@ class Transformer(nn.Module):
         self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
         positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
         self.positions = positions(c.d_model, max_len=c.max_len, dropout=c.dropout)
-        layer_options = dict(dropout=c.dropout, attention_dropout=c.attention_dropout, norm_first=c.norm_first)
-        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **layer_options)
-        self.decoder = Decoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **layer_options)
+        sizes = (c.num_layers, c.d_model, c.num_heads, c.d_ff)
+        options = dict(dropout=c.dropout, attention_dropout=c.attention_dropout, norm_first=c.norm_first)
+        self.encoder = Encoder(*sizes, **options)
+        self.decoder = Decoder(*sizes, **options)
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
         if c.share_embeddings:
             self.output_projection.weight = self.tgt_embed.weight  # one matrix: paper §3.4
@@ -186,7 +187,18 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None = None,
         tgt_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``src (B, T_src)``, ``tgt (B, T_tgt)`` -> ``logits (B, T_tgt, tgt_vocab_size)``."""
+        """``src (B, T_src)``, ``tgt (B, T_tgt)`` -> ``logits (B, T_tgt, tgt_vocab_size)``.
+
+        Source and target must have the same batch size ``B``: row ``b`` of ``tgt`` is the translation of row
+        ``b`` of ``src`` (a source of batch 1 would otherwise broadcast silently over every target row)."""
+        for name, tokens in (("src", src), ("tgt", tgt)):
+            if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+                got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+                raise ValueError(f"{name} must be (B, T) token ids, got {got}")
+        if src.size(0) != tgt.size(0):
+            raise ValueError(
+                f"src and tgt must have the same batch size B, got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}"
+            )
         src_mask = self.source_mask(src) if src_mask is None else src_mask
         tgt_mask = self.target_mask(tgt) if tgt_mask is None else tgt_mask
         memory = self.encode(src, src_mask)  # (B, T_src, d_model)
@@ -203,6 +215,8 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
     the vocabulary, which the paper gives only as "about 37000 tokens" (its tensor2tensor code sized the
     subword vocabulary itself): 2M parameters are about 4,000 more rows of 512.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")
     seen: set[int] = set()
     counts: dict[str, int] = {}
     for name, child in model.named_children():

@@ -18,7 +18,7 @@ def seed_everything(seed: int = 0) -> int:
 
     Returns the seed, so a notebook cell can end with it without printing a generator object.
     """
-    if not isinstance(seed, int) or seed < 0:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     os.environ["PYTHONHASHSEED"] = str(seed)
     random.seed(seed)
@@ -30,8 +30,9 @@ def seed_everything(seed: int = 0) -> int:
 def pick_device(prefer: str | None = None) -> torch.device:
     """The best device here: ``cuda``, then Apple's ``mps``, then ``cpu``.
 
-    ``prefer`` forces one (``"cpu"`` keeps a notebook's stored outputs identical on every machine);
-    asking for one that is not available raises a ValueError naming what is.
+    ``prefer`` forces one (``"cpu"`` keeps a notebook's stored outputs identical on every machine); a device
+    type or a ``torch.device`` (``"cuda:1"`` keeps its index). Asking for one that is not available raises a
+    ValueError naming what is.
     """
     available = ["cpu"]
     if torch.backends.mps.is_available():
@@ -40,6 +41,12 @@ def pick_device(prefer: str | None = None) -> torch.device:
         available.insert(0, "cuda")
     if prefer is None:
         return torch.device(available[0])
-    if prefer not in available:
-        raise ValueError(f"device {prefer!r} is not available here; available: {available}")
-    return torch.device(prefer)
+    if not isinstance(prefer, (str, torch.device)):
+        raise TypeError(f"prefer must be a device name such as 'cpu' or a torch.device, got {type(prefer).__name__}")
+    try:
+        device = torch.device(prefer)
+    except RuntimeError:
+        raise ValueError(f"{prefer!r} is not a device name; available here: {available}") from None
+    if device.type not in available:
+        raise ValueError(f"device {str(prefer)!r} is not available here; available: {available}")
+    return device

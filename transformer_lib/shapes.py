@@ -8,7 +8,7 @@ Forward hooks do the recording, so it works on any ``nn.Module`` and needs no ch
 """
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -47,21 +47,18 @@ class ShapeTrace:
 
     records: list[ShapeRecord] = field(default_factory=list)
 
-    def table(self, max_depth: int | None = None, tensors_only: bool = True) -> str:
-        """A fixed-width table; ``max_depth`` hides modules nested deeper (0 = the model itself)."""
+    def table(self, max_depth: int | None = None) -> str:
+        """A fixed-width table of the tensor arguments; ``max_depth`` hides modules nested deeper (0 = the model)."""
         rows = [r for r in self.records if max_depth is None or r.depth <= max_depth]
         lines = []
         for r in rows:
-            inputs = [i for i in r.inputs if not tensors_only or i.startswith("(")]
+            inputs = [i for i in r.inputs if i.startswith("(")]  # tensors (and tuples of them) only
             lines.append(("  " * r.depth + (r.name or "(model)"), r.module_type, ", ".join(inputs), r.output))
         widths = [max([len(h)] + [len(line[i]) for line in lines]) for i, h in enumerate(_HEADERS)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         return "\n".join(
             [fmt.format(*_HEADERS), fmt.format(*("-" * w for w in widths))] + [fmt.format(*x) for x in lines]
         )
-
-    def __len__(self) -> int:
-        return len(self.records)
 
     def __repr__(self) -> str:
         return self.table()
@@ -70,9 +67,21 @@ class ShapeTrace:
 _HEADERS = ("module", "type", "inputs", "output")
 
 
+def trace_shapes(model: nn.Module) -> AbstractContextManager[ShapeTrace]:
+    """Record every module call inside the ``with`` block; hooks are removed on exit, even after an error.
+
+    ``model`` must be an ``nn.Module`` (a TypeError says so at the call, before the block runs)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"trace_shapes needs an nn.Module (it hooks every submodule), got {type(model).__name__}; "
+            "to trace a function, wrap it in a module or trace the module it calls"
+        )
+    return _hooked(model)
+
+
 @contextmanager
-def trace_shapes(model: nn.Module) -> Iterator[ShapeTrace]:
-    """Record every module call inside the block; hooks are removed on exit, even after an error."""
+def _hooked(model: nn.Module) -> Iterator[ShapeTrace]:
+    """The context manager behind :func:`trace_shapes`."""
     trace = ShapeTrace()
     calls_in_progress: list[ShapeRecord] = []  # the call stack: a hook pair per module pushes and pops
     handles = []

@@ -1,7 +1,10 @@
 """Training: the label-smoothed loss, the paper's warmup schedule, and a small trainer with checkpoints."""
 
+import dataclasses
+import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +27,9 @@ __all__ = [
     "History",
     "Trainer",
     "CheckpointError",
+    "TrainingRecipe",
+    "CPU_RECIPE",
+    "DivergenceWarning",
     "train_task",
     "read_checkpoint",
     "load_model_weights",
@@ -36,7 +42,19 @@ def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: 
     are all zero (they carry no loss)."""
     if not 0.0 <= eps < 1.0:
         raise ValueError(f"label smoothing eps must be in [0, 1), got {eps}")
-    dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - 2), device=target.device)  # (N, V)
+    if eps > 0 and vocab_size < 3:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small to smooth: eps={eps} is spread over the tokens other than the "
+            "target and <pad>, so it needs vocab_size >= 3 (or eps=0)"
+        )
+    if not 0 <= pad_id < vocab_size:
+        raise ValueError(f"pad_id must be in [0, vocab_size={vocab_size}), got {pad_id}")
+    if target.dtype.is_floating_point or target.dtype == torch.bool or target.is_complex():
+        raise TypeError(f"target must hold integer token ids, got dtype {target.dtype}")
+    if target.numel() and not 0 <= int(target.min()) <= int(target.max()) < vocab_size:
+        bad = target[(target < 0) | (target >= vocab_size)][0].item()
+        raise ValueError(f"target holds id {bad}, outside the vocabulary [0, {vocab_size})")
+    dist = torch.full((target.numel(), vocab_size), eps / max(vocab_size - 2, 1), device=target.device)  # (N, V)
     dist[:, pad_id] = 0.0
     dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
     dist[target.reshape(-1) == pad_id] = 0.0
@@ -112,7 +130,17 @@ class History:
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read back: truncated, corrupt, or not written by :class:`Trainer`."""
+    """A checkpoint file that cannot be read back: truncated, corrupt, not written by :class:`Trainer`, or
+    written for a model with other parameters."""
+
+
+class DivergenceWarning(RuntimeWarning):
+    """Training loss rose far above where it started: the learning rate is most likely too high."""
+
+
+# The trainer warns once when a step's loss exceeds this multiple of its first loss (a fresh model's loss is
+# about log V; a healthy run only goes down from there), and stops with FloatingPointError at a non-finite one.
+DIVERGENCE_FACTOR = 10.0
 
 
 _CHECKPOINT_KEYS = {"model", "optimizer", "scheduler", "step", "history", "rng_state"}
@@ -143,15 +171,30 @@ class Trainer:
         self.clip_grad_norm, self.device = clip_grad_norm, torch.device(device)
         self.step = 0
         self.history = History()
+        self._warned_divergence = False
 
     def train_step(self, batch: Batch) -> float:
-        """One forward, backward and update; returns the loss."""
+        """One forward, backward and update; returns the loss.
+
+        Raises ValueError for a batch with no target token (nothing to learn from, and no accuracy to record)
+        and FloatingPointError when the loss is not finite; warns (:class:`DivergenceWarning`) once when the
+        loss exceeds ``DIVERGENCE_FACTOR`` times the first step's.
+        """
+        loss_pad_id = getattr(self.loss_fn, "pad_id", batch.pad_id)
+        if loss_pad_id != batch.pad_id:
+            raise ValueError(f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}")
+        if batch.num_target_tokens == 0:
+            raise ValueError(
+                f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id is "
+                f"pad_id={batch.pad_id}): there is nothing to learn from it"
+            )
         self.model.train()
         batch = batch.to(self.device)
         logits = self.model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
         loss = self.loss_fn(logits, batch.tgt_out)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at step {self.step}; lower the learning rate")
+        self._warn_if_diverging(loss.item())
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.clip_grad_norm is not None:
@@ -160,12 +203,22 @@ class Trainer:
         if self.scheduler is not None:
             self.scheduler.step()
         self.step += 1
-        real = batch.tgt_out != 0
+        real = batch.tgt_out != batch.pad_id  # (B, T)
         accuracy = (logits.argmax(-1)[real] == batch.tgt_out[real]).float().mean().item()
         self.history.loss.append(loss.item())
         self.history.token_accuracy.append(accuracy)
         self.history.lr.append(self.optimizer.param_groups[0]["lr"])
         return loss.item()
+
+    def _warn_if_diverging(self, loss: float) -> None:
+        if self.history.loss and not self._warned_divergence and loss > DIVERGENCE_FACTOR * self.history.loss[0]:
+            self._warned_divergence = True
+            warnings.warn(
+                f"training is diverging: loss {loss:.4g} at step {self.step} is more than {DIVERGENCE_FACTOR:g} times "
+                f"the first step's {self.history.loss[0]:.4g}; lower the learning rate or lengthen the warm-up",
+                DivergenceWarning,
+                stacklevel=3,
+            )
 
     def fit(self, get_batch: Callable[[int], Batch], num_steps: int, progress: bool = True) -> History:
         """Train until ``self.step == num_steps`` (so calling it again after a resume continues the count).
@@ -177,8 +230,15 @@ class Trainer:
         # In Jupyter the bar is a widget and every redraw is a message on the kernel's output channel. While
         # nbval waits for a long cell it does not read that channel, and past ZeroMQ's 1000-message buffer
         # messages are dropped (the cell's end among them), so redraw at most once a second.
-        bar = tqdm(total=num_steps, initial=self.step, disable=not progress, desc="training", leave=False,
-                   mininterval=1.0, bar_format=_BAR_FORMAT)
+        bar = tqdm(
+            total=num_steps,
+            initial=self.step,
+            disable=not progress,
+            desc="training",
+            leave=False,
+            mininterval=1.0,
+            bar_format=_BAR_FORMAT,
+        )
         while self.step < num_steps:
             loss = self.train_step(get_batch(self.step))
             bar.update(1)
@@ -186,8 +246,10 @@ class Trainer:
         bar.close()
         if progress and self.step > first_step:
             losses = self.history.loss
-            print(f"trained steps {first_step + 1}-{self.step} in {time.perf_counter() - started:.1f} s: "
-                  f"loss {losses[first_step]:.3f} -> {losses[-1]:.3f}")
+            print(
+                f"trained steps {first_step + 1}-{self.step} in {time.perf_counter() - started:.1f} s: "
+                f"loss {losses[first_step]:.3f} -> {losses[-1]:.3f}"
+            )
         return self.history
 
     def save_checkpoint(self, path: str | os.PathLike) -> Path:
@@ -203,15 +265,24 @@ class Trainer:
             "rng_state": torch.get_rng_state(),
         }
         tmp = path.with_name(path.name + ".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        try:
+            torch.save(state, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a failed save leaves neither a half file nor a stray .tmp
+            raise
         return path
 
     def load_checkpoint(self, path: str | os.PathLike) -> None:
-        """Restore a checkpoint written by :meth:`save_checkpoint` (tensors and plain data only)."""
+        """Restore a checkpoint written by :meth:`save_checkpoint` (tensors and plain data only).
+
+        The file's weights are checked against the model (names and shapes) before anything is loaded, so a
+        checkpoint of another model raises :class:`CheckpointError` and leaves this trainer untouched.
+        """
         state = read_checkpoint(path, self.device)
+        _check_weights_match(self.model, state["model"], path)
+        self.optimizer.load_state_dict(state["optimizer"])  # checks its parameter groups before changing any
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
@@ -239,34 +310,103 @@ def read_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu")
     return state
 
 
+def _check_weights_match(model: nn.Module, weights: dict, path: str | os.PathLike) -> None:
+    """Raise :class:`CheckpointError` naming the differences unless ``weights`` has exactly the model's
+    parameter and buffer names, each with the model's shape."""
+    expected = model.state_dict()
+    missing, unexpected = sorted(expected.keys() - weights.keys()), sorted(weights.keys() - expected.keys())
+    problems = []
+    if missing:
+        problems.append(f"missing {missing[:3]}{' ...' if len(missing) > 3 else ''}")
+    if unexpected:
+        problems.append(f"unexpected {unexpected[:3]}{' ...' if len(unexpected) > 3 else ''}")
+    for name in sorted(expected.keys() & weights.keys()):
+        if tuple(expected[name].shape) != tuple(weights[name].shape):
+            problems.append(
+                f"{name} has shape {tuple(weights[name].shape)}, the model's is {tuple(expected[name].shape)}"
+            )
+    if problems:
+        raise CheckpointError(
+            f"{os.fspath(path)!r} holds weights of a different model ({'; '.join(problems[:4])}); nothing was loaded"
+        )
+
+
 def load_model_weights(model: nn.Module, path: str | os.PathLike) -> nn.Module:
-    """Load only the model weights of a :class:`Trainer` checkpoint into ``model`` (for inference)."""
-    model.load_state_dict(read_checkpoint(path, next(model.parameters()).device)["model"])
+    """Load only the model weights of a :class:`Trainer` checkpoint into ``model`` (for inference); a checkpoint
+    of another model raises :class:`CheckpointError` before any weight changes."""
+    weights = read_checkpoint(path, next(model.parameters()).device)["model"]
+    _check_weights_match(model, weights, path)
+    model.load_state_dict(weights)
     return model
+
+
+@dataclass(frozen=True)
+class TrainingRecipe:
+    """How :func:`train_task` trains: Adam with :func:`warmup_linear_decay` to a peak learning rate ``lr`` after
+    ``warmup`` steps, ``steps`` batches of ``batch_size`` pairs, label smoothing ``eps_ls``.
+
+    The course's values are one object, :data:`CPU_RECIPE`; change a field with ``CPU_RECIPE.replace(...)``.
+    Recipes are tuned on a task's ``valid_pairs``; its ``test_pairs`` are read once, at the end.
+    """
+
+    steps: int
+    batch_size: int
+    lr: float
+    warmup: int
+    eps_ls: float
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "warmup"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if not self.warmup < self.steps:
+            raise ValueError(f"warmup must be below steps, got warmup={self.warmup}, steps={self.steps}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
+        if not 0.0 <= self.eps_ls < 1.0:
+            raise ValueError(f"eps_ls must be in [0, 1), got {self.eps_ls}")
+
+    def replace(self, **changes) -> "TrainingRecipe":
+        """A copy with some fields changed: ``CPU_RECIPE.replace(steps=800)``."""
+        return dataclasses.replace(self, **changes)
+
+
+# The CPU recipe of notebooks 06 and 07 and train_task: with TransformerConfig.cpu_tiny it teaches the date
+# task to >= 99% exact match in about half a minute on two CPU cores.
+CPU_RECIPE = TrainingRecipe(steps=1600, batch_size=64, lr=3e-3, warmup=100, eps_ls=0.0)
 
 
 def train_task(
     task: Seq2SeqTask,
     config: TransformerConfig | None = None,
-    steps: int = 1600,
-    batch_size: int = 64,
-    lr: float = 3e-3,
-    warmup: int = 100,
+    recipe: TrainingRecipe = CPU_RECIPE,
     seed: int = 0,
     progress: bool = True,
     device: torch.device | str = "cpu",
+    **recipe_changes,
 ) -> Trainer:
-    """The course's CPU recipe: a fresh model (``cpu_tiny`` unless ``config`` says otherwise), Adam with
-    :func:`warmup_linear_decay`, the config's label smoothing, and ``steps`` batches of the task.
+    """Train a fresh model on ``task`` with ``recipe`` and return the trainer (``trainer.model`` is the model).
 
-    On two CPU cores it teaches the date task to >= 99% exact match in about half a minute (notebook 06 builds
-    the same loop piece by piece). Returns the trainer; ``trainer.model`` is the trained model.
+    ``config`` defaults to ``TransformerConfig.cpu_tiny`` with the recipe's label smoothing and the task's
+    ``pad_id``; a config you pass must agree with both. Keyword arguments change fields of the recipe:
+    ``train_task(task, steps=300)`` is ``train_task(task, recipe=CPU_RECIPE.replace(steps=300))``.
+    Notebook 06 builds the same loop piece by piece.
     """
+    recipe = recipe.replace(**recipe_changes)
+    pad_id = task.vocab.pad_id
+    if config is None:
+        config = TransformerConfig.cpu_tiny(len(task.vocab)).replace(label_smoothing=recipe.eps_ls, pad_id=pad_id)
+    if config.label_smoothing != recipe.eps_ls:
+        raise ValueError(
+            f"config.label_smoothing={config.label_smoothing} but recipe.eps_ls={recipe.eps_ls}: make them equal "
+            f"(for example train_task(..., eps_ls={config.label_smoothing}))"
+        )
+    if config.pad_id != pad_id:
+        raise ValueError(f"config.pad_id={config.pad_id} but the task's vocabulary pads with {pad_id}")
     seed_everything(seed)
-    config = config if config is not None else TransformerConfig.cpu_tiny(len(task.vocab))
     model = Transformer(config)
-    optimizer, scheduler = adam_with_warmup(model, lr, warmup, steps)
-    loss_fn = LabelSmoothingLoss(config.label_smoothing, config.pad_id)
-    trainer = Trainer(model, optimizer, scheduler, loss_fn, device=device)
-    trainer.fit(lambda step: task.train_batch(step, batch_size), steps, progress=progress)
+    optimizer, scheduler = adam_with_warmup(model, recipe.lr, recipe.warmup, recipe.steps)
+    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(recipe.eps_ls, pad_id), device=device)
+    trainer.fit(lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress)
     return trainer

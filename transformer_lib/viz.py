@@ -1,11 +1,18 @@
 """Pictures of what the course computes: pure matplotlib functions that take tensors and return a Figure.
 
-They never show or save anything themselves, so notebooks display them inline (end the line with ``;``),
-widgets turn them into PNGs, and tests call them directly. Model code never imports this module.
+They never show or save anything themselves: a notebook cell that calls one ends with ``plt.show()``, widgets
+turn the Figure into a PNG, and tests call them directly. Model code never imports this module.
+
+Token labels are drawn as plain text (``$`` never starts matplotlib's mathtext), heat maps of weights have a
+colour bar, and inside a Jupyter kernel inline figures are retina PNGs (twice the pixels at the same size on
+screen), so they stay sharp on high-resolution displays.
 """
 
 import io
+import math
+import runpy
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,11 +22,15 @@ from matplotlib.patches import Rectangle
 
 __all__ = [
     "figure_to_png",
+    "plain",
     "plot_attention",
     "plot_heads",
     "plot_mask",
+    "plot_mask_and_weights",
     "plot_positional_encoding",
     "plot_encoding_curves",
+    "plot_encoding_pair",
+    "encoding_wavelength",
     "plot_schedule",
     "plot_label_smoothing",
     "plot_history",
@@ -30,13 +41,34 @@ __all__ = [
 ]
 
 HEAD_COLORS = plt.get_cmap("tab10").colors
+WIDGET_DPI = 160  # widgets show their PNG at half its pixel size (retina): 80 px per inch on screen, sharp on HiDPI
 
 
-def figure_to_png(fig: Figure, dpi: int = 80) -> bytes:
-    """The figure as PNG bytes (what widgets display)."""
+def _crisp_inline_figures() -> None:
+    """In a Jupyter kernel, show inline figures as retina PNGs: same size on screen, twice the pixels."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and "IPKernelApp" in shell.config:
+        set_matplotlib_formats("retina")
+
+
+_crisp_inline_figures()
+
+
+def figure_to_png(fig: Figure, dpi: int = WIDGET_DPI) -> bytes:
+    """The figure as PNG bytes (what widgets display, at half the pixel size: see ``WIDGET_DPI``)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     return buffer.getvalue()
+
+
+def plain(text: object) -> str:
+    """``text`` escaped for matplotlib, so a token such as ``$`` is drawn as itself and never starts mathtext."""
+    return str(text).replace("$", r"\$")
 
 
 def _matrix(x: torch.Tensor | np.ndarray, name: str, dims: int = 2) -> np.ndarray:
@@ -46,11 +78,20 @@ def _matrix(x: torch.Tensor | np.ndarray, name: str, dims: int = 2) -> np.ndarra
     return array
 
 
-def _label_axes(ax, query_labels: Sequence[str] | None, key_labels: Sequence[str] | None) -> None:
-    if key_labels is not None:
-        ax.set_xticks(range(len(key_labels)), [str(k) for k in key_labels], rotation=90 if len(key_labels) > 8 else 0)
-    if query_labels is not None:
-        ax.set_yticks(range(len(query_labels)), [str(q) for q in query_labels])
+def _ticks(ax, axis: str, labels: Sequence[str] | None, count: int, fontsize: float | None = None) -> None:
+    """Token labels on one axis, escaped; the key axis turns them upright when there are many."""
+    if labels is None:
+        return
+    texts = [plain(label) for label in labels]
+    if axis == "x":
+        ax.set_xticks(range(count), texts, rotation=90 if count > 8 else 0, fontsize=fontsize)
+    else:
+        ax.set_yticks(range(count), texts, fontsize=fontsize)
+
+
+def _label_axes(ax, query_labels: Sequence[str] | None, key_labels: Sequence[str] | None, shape) -> None:
+    _ticks(ax, "x", key_labels, shape[1])
+    _ticks(ax, "y", query_labels, shape[0])
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query (attending)")
 
@@ -63,28 +104,31 @@ def plot_attention(
     highlight_query: int | None = None,
     annotate: bool | None = None,
     ax=None,
+    vmax: float | None = None,
+    colorbar: bool = False,
 ) -> Figure:
     """Heatmap of one head's ``(T_q, T_k)`` weights: row ``i`` is where query ``i`` looks. Small maps show
-    their numbers; ``highlight_query`` outlines one row."""
+    their numbers; ``highlight_query`` outlines one row.
+
+    The colour scale runs from 0 to ``vmax``: this map's own largest weight by default, or a value shared by
+    several maps (``vmax=1.0`` shows every map on the scale of probabilities, so a flat map looks flat);
+    ``colorbar=True`` draws the scale beside the map (every widget does).
+    """
     w = _matrix(weights, "weights")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(1.2 + 0.42 * w.shape[1], 1.0 + 0.38 * w.shape[0]))
+        fig, ax = plt.subplots(figsize=(1.2 + 0.6 * colorbar + 0.42 * w.shape[1], 1.0 + 0.38 * w.shape[0]))
     fig = ax.figure
-    ax.imshow(w, cmap="Blues", vmin=0, vmax=max(1e-9, float(w.max())), aspect="auto")
-    _label_axes(ax, query_labels, key_labels)
+    top = max(1e-9, float(w.max()) if vmax is None else vmax)
+    image = ax.imshow(w, cmap="Blues", vmin=0, vmax=top, aspect="auto")
+    _label_axes(ax, query_labels, key_labels, w.shape)
     if annotate if annotate is not None else w.size <= 64:
         for (i, j), value in np.ndenumerate(w):
-            ax.text(
-                j,
-                i,
-                f"{value:.2f}",
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="white" if value > 0.6 * w.max() else "black",
-            )
+            color = "white" if value > 0.6 * top else "black"
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color=color)
     if highlight_query is not None:
         ax.add_patch(Rectangle((-0.5, highlight_query - 0.5), w.shape[1], 1, fill=False, lw=2, ec="crimson"))
+    if colorbar:
+        fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label="weight")
     if title:
         ax.set_title(title)
     return fig
@@ -96,24 +140,40 @@ def plot_heads(
     key_labels: Sequence[str] | None = None,
     title: str | None = None,
     ncols: int = 4,
+    vmax: float | None = None,
 ) -> Figure:
-    """All heads of one layer side by side: ``weights (h, T_q, T_k)``."""
+    """All heads of one layer side by side: ``weights (h, T_q, T_k)``.
+
+    One colour scale for all heads, from 0 to ``vmax`` (default: the largest weight of any head), with one
+    colour bar; ``vmax="own"`` gives every head its own scale and its own colour bar.
+    """
     w = _matrix(weights, "weights", dims=3)
     heads = w.shape[0]
     ncols = min(ncols, heads)
     nrows = -(-heads // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols, 2.3 * nrows), squeeze=False)
+    own = vmax == "own"
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols + 0.8, 2.5 * nrows), squeeze=False)
+    image = None
     for head, ax in enumerate(axes.flat):
         if head >= heads:
             ax.axis("off")
             continue
-        ax.imshow(w[head], cmap="Blues", vmin=0, vmax=float(w.max()), aspect="auto")  # one scale for all heads
+        top = float(w[head].max()) if own else float(w.max()) if vmax is None else vmax
+        image = ax.imshow(w[head], cmap="Blues", vmin=0, vmax=max(1e-9, top), aspect="auto")
         ax.set_title(f"head {head}", color=HEAD_COLORS[head % 10], fontsize=10)
-        ax.set_xticks(range(w.shape[2]), key_labels if key_labels is not None else [""] * w.shape[2], fontsize=7)
-        ax.set_yticks(range(w.shape[1]), query_labels if query_labels is not None else [""] * w.shape[1], fontsize=7)
+        _ticks(ax, "x", key_labels, w.shape[2], fontsize=8)
+        _ticks(ax, "y", query_labels, w.shape[1], fontsize=8)
+        if key_labels is None:
+            ax.set_xticks([])
+        if query_labels is None:
+            ax.set_yticks([])
+        if own:
+            fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    if not own:
+        fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.02, pad=0.02, label="weight")
     return fig
 
 
@@ -131,21 +191,52 @@ def plot_mask(
     ax.imshow(m, cmap="Greens", vmin=-0.3, vmax=1, aspect="auto")
     for (i, j), value in np.ndenumerate(m):
         ax.text(j, i, "✓" if value else "·", ha="center", va="center", fontsize=9, color="white" if value else "gray")
-    _label_axes(ax, query_labels, key_labels)
+    _label_axes(ax, query_labels, key_labels, m.shape)
     ax.set_title(title or "mask (✓ = may attend)")
     return ax.figure
 
 
-def plot_positional_encoding(pe: torch.Tensor, title: str = "sinusoidal positional encoding") -> Figure:
-    """Heatmap of ``PE (T, d_model)``: positions down, features across; fast turns at the left."""
+def plot_mask_and_weights(
+    mask: torch.Tensor, weights: torch.Tensor, labels: Sequence[str] | None = None, title: str | None = None
+) -> Figure:
+    """A mask ``(T, T)`` and the attention weights it leaves after the softmax, side by side."""
+    t = _matrix(mask, "mask").shape[1]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(3.6 + 0.85 * t, 1.0 + 0.4 * t))
+    plot_mask(mask, labels, labels, ax=left)
+    plot_attention(
+        weights, labels, labels, title="weights after softmax", annotate=False, vmax=1.0, colorbar=True, ax=right
+    )
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_positional_encoding(
+    pe: torch.Tensor, title: str = "sinusoidal positional encoding", pair: int | None = None, ax=None
+) -> Figure:
+    """Heatmap of ``PE (T, d_model)``: positions down, features across; fast turns at the left.
+
+    ``pair`` outlines the columns ``2i`` and ``2i+1`` of one feature pair. Wide tables are resampled smoothly
+    (no moiré when there are more features than pixels).
+    """
     p = _matrix(pe, "pe")
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    image = ax.imshow(p, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7, 3.2))
+    image = ax.imshow(p, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="antialiased")
+    if pair is not None:
+        ax.add_patch(
+            Rectangle((2 * pair - 0.5, -0.5), 2, p.shape[0], fill=False, lw=1.5, ec="black", clip_on=False)
+        )
+        ax.annotate(
+            f"pair {pair}", (2 * pair + 0.5, -0.5), xytext=(0, 4), textcoords="offset points", ha="center",
+            va="bottom", fontsize=8, annotation_clip=False, arrowprops={"arrowstyle": "-"},
+        )
     ax.set_xlabel("feature (2i = sin, 2i+1 = cos)")
     ax.set_ylabel("position")
-    ax.set_title(title)
-    fig.colorbar(image, ax=ax, fraction=0.03)
-    return fig
+    ax.set_title(title, pad=14 if pair is not None else 6)
+    ax.figure.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    return ax.figure
 
 
 def plot_encoding_curves(
@@ -158,8 +249,41 @@ def plot_encoding_curves(
         ax.plot(p[:, f], label=f"feature {f} ({'sin' if f % 2 == 0 else 'cos'}, pair {f // 2})")
     ax.set_xlabel("position")
     ax.set_ylim(-1.1, 1.1)
-    ax.legend(fontsize=7, loc="upper right", ncols=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(title or "each feature pair turns at its own frequency")
+    return fig
+
+
+def encoding_wavelength(pair: int, d_model: int) -> float:
+    """Positions per full turn of feature pair ``i``: ``2 pi / w_i`` with ``w_i = 10000^(-2i/d_model)``."""
+    return 2 * math.pi * 10000 ** (2 * pair / d_model)
+
+
+def plot_encoding_pair(pe: torch.Tensor, pair: int) -> Figure:
+    """The whole table ``PE (T, d_model)`` with pair ``i`` outlined, and that pair's sin and cos over position.
+
+    The dots are the table's values at whole positions; the lines through them are
+    ``sin(pos * w_i)`` and ``cos(pos * w_i)`` with ``w_i = 10000^(-2i/d_model)`` drawn on a fine grid, so the
+    fast pairs read as waves rather than zigzags.
+    """
+    p = _matrix(pe, "pe")
+    max_len, d_model = p.shape
+    if not 0 <= pair < d_model // 2:
+        raise ValueError(f"pair must be in 0..{d_model // 2 - 1} for d_model={d_model}, got {pair}")
+    frequency = 2 * math.pi / encoding_wavelength(pair, d_model)
+    fig, (heat, curves) = plt.subplots(1, 2, figsize=(11, 3.0), gridspec_kw={"width_ratios": [1, 1.15]})
+    plot_positional_encoding(p, title=f"PE, d_model = {d_model}", pair=pair, ax=heat)
+    fine = np.linspace(0, max_len - 1, 20 * max_len)
+    positions = np.arange(max_len)
+    curves.plot(fine, np.sin(fine * frequency), color="C0", lw=1, label=f"sin, feature {2 * pair}")
+    curves.plot(fine, np.cos(fine * frequency), color="C1", lw=1, label=f"cos, feature {2 * pair + 1}")
+    curves.plot(positions, p[:, 2 * pair], ".", color="C0", ms=3)
+    curves.plot(positions, p[:, 2 * pair + 1], ".", color="C1", ms=3)
+    curves.set_xlabel("position (dots: the table's values)")
+    curves.set_ylim(-1.1, 1.1)
+    curves.set_title(f"pair {pair}: one turn every {encoding_wavelength(pair, d_model):.1f} positions")
+    curves.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
     return fig
 
 
@@ -187,7 +311,7 @@ def plot_label_smoothing(
     fig, ax = plt.subplots(figsize=(min(10.0, 1.5 + 0.3 * d.shape[1]), 0.9 + 0.35 * d.shape[0]))
     ax.imshow(d, cmap="Purples", vmin=0, vmax=1, aspect="auto")
     if token_labels is not None:
-        ax.set_xticks(range(len(token_labels)), token_labels, rotation=90, fontsize=6)
+        ax.set_xticks(range(len(token_labels)), [plain(t) for t in token_labels], rotation=90, fontsize=7)
     ax.set_xlabel("vocabulary")
     ax.set_ylabel("target position")
     ax.set_title(title)
@@ -223,65 +347,14 @@ def plot_history(history, window: int = 20, title: str = "training") -> Figure:
 
 
 def plot_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2) -> Figure:
-    """How ``split_heads`` moves features, each cell numbered by its feature and coloured by the head that owns
-    it: ``(T, d_model) -> (T, h, d_k) -> (h, T, d_k)``; ``combine_heads`` walks the same way back."""
-    if d_model % num_heads:
-        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-    d_k = d_model // num_heads
-    grouped_width = num_heads * (d_k + 1) - 1  # heads side by side with a one-cell gap
-    stacked_height = num_heads * (num_tokens + 1) - 1  # heads one above the other
-    fig, axes = plt.subplots(
-        1,
-        3,
-        figsize=(2 + 0.45 * (d_model + grouped_width + d_k + 3), 0.3 * stacked_height + 1.4),
-        gridspec_kw={"width_ratios": [d_model + 1, grouped_width + 1, d_k + 3]},
-    )
+    """The split/combine diagram, drawn by ``images/make_diagrams.py`` (saved there as ``split_combine.png``).
 
-    def cell(ax, x, y, feature):
-        ax.add_patch(Rectangle((x, y), 1, 1, fc=HEAD_COLORS[(feature // d_k) % 10], ec="white", alpha=0.85))
-        ax.text(x + 0.5, y + 0.5, str(feature), ha="center", va="center", fontsize=7, color="white")
-
-    top = stacked_height - num_tokens  # rows of the first two panels, aligned with the top of the third
-    for t in range(num_tokens):
-        for ax in axes[:2]:
-            ax.text(-0.3, top + num_tokens - 1 - t + 0.5, f"t{t}", ha="right", va="center", fontsize=8)
-        for f in range(d_model):
-            head, k = divmod(f, d_k)
-            cell(axes[0], f, top + num_tokens - 1 - t, f)  # (T, d_model)
-            cell(axes[1], head * (d_k + 1) + k, top + num_tokens - 1 - t, f)  # (T, h, d_k): a view, same memory
-            block = (num_heads - 1 - head) * (num_tokens + 1)  # (h, T, d_k): one (T, d_k) block per head
-            cell(axes[2], k, block + num_tokens - 1 - t, f)
-            if k == 0:
-                axes[2].text(-0.3, block + num_tokens - 1 - t + 0.5, f"t{t}", ha="right", va="center", fontsize=7)
-    for head in range(num_heads):
-        axes[2].text(
-            d_k + 0.3,
-            (num_heads - 1 - head) * (num_tokens + 1) + num_tokens / 2,
-            f"head {head}",
-            va="center",
-            fontsize=8,
-            color=HEAD_COLORS[head % 10],
-        )
-    titles = [
-        f"x: (T, d_model) = ({num_tokens}, {d_model})",
-        f".view: (T, h, d_k) = ({num_tokens}, {num_heads}, {d_k})",
-        f".transpose(1, 2):\n(h, T, d_k) = ({num_heads}, {num_tokens}, {d_k})",
-    ]
-    for ax, width, title in zip(axes, (d_model, grouped_width, d_k + 2.5), titles, strict=True):
-        ax.set_xlim(-1.2, width + 0.2)
-        ax.set_ylim(-0.2, stacked_height + 0.2)
-        ax.set_aspect("equal")
-        ax.axis("off")
-        ax.set_title(title, fontsize=9)
-    fig.text(
-        0.5,
-        0.02,
-        "split_heads runs left to right; combine_heads runs right to left (transpose back, then "
-        "reshape). Numbers are feature indices; colours are heads.",
-        ha="center",
-        fontsize=8,
-    )
-    return fig
+    Kept for notebook 02 until it shows ``images/split_combine.png`` instead; it needs the repository's
+    ``images/`` folder next to the package (an editable install, as ``make setup`` makes).
+    """
+    script = Path(__file__).resolve().parent.parent / "images" / "make_diagrams.py"
+    draw = runpy.run_path(str(script))["draw_split_combine"]
+    return draw(num_tokens, d_model, num_heads, fig=plt.figure())
 
 
 def plot_shape_flow(trace, max_depth: int = 1, title: str = "shapes through the model") -> Figure:
@@ -308,7 +381,7 @@ def plot_softmax_temperature(scores: torch.Tensor, temperature: float, labels: S
     probs = torch.softmax(torch.tensor(s) / temperature, dim=0).numpy()
     fig, ax = plt.subplots(figsize=(5, 2.4))
     ax.bar(range(len(s)), probs, color="C0")
-    ax.set_xticks(range(len(s)), labels if labels is not None else [str(i) for i in range(len(s))])
+    ax.set_xticks(range(len(s)), [plain(t) for t in labels] if labels is not None else [str(i) for i in range(len(s))])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("weight")
     ax.set_title(f"softmax(scores / {temperature:.2f})")

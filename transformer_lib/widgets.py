@@ -2,13 +2,21 @@
 
 Each widget shows its controls and, below them, a PNG picture drawn as soon as it is displayed. The picture is
 an ordinary image output (with a display id), updated in place whenever a control changes: so a notebook read
-without a kernel still shows the first picture, and nbval never has widget state to compare.
+without a kernel still shows the first picture, and nbval never has widget state to compare. The PNG has twice
+the pixels of its size on screen, so it stays sharp on high-resolution displays.
 
-Every widget keeps its latest drawing in ``.png`` and the numbers behind it in ``.state``; tests set a
-control's ``.value`` and check both changed. ipywidgets is imported here only, so model code never needs it.
+A widget only turns its controls into arguments for a ``viz`` function (and, where it must, runs the model);
+the drawing is ``viz``'s. What the user typed that cannot be drawn (an empty source, an unknown character)
+is shown as a message under the controls, which stay alive. A control with one possible value is hidden.
+Heat maps offer a colour-scale choice: one shared scale (0 to 1, so maps compare and a flat map looks flat)
+or each map's own (0 to its largest weight, to see detail in a faint map).
+
+Every widget keeps its latest drawing in ``.png``, the numbers behind it in ``.state`` and the message of the
+last input it could not draw in ``.error``; tests set a control's ``.value`` and check them. ipywidgets is
+imported here only, so model code never needs it.
 """
 
-import math
+import html
 from collections.abc import Sequence
 
 import ipywidgets as w
@@ -18,8 +26,8 @@ from IPython.display import Image, display
 from matplotlib.figure import Figure
 
 from . import viz
-from .attention import MultiHeadAttention
-from .capture import capture_attention
+from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .capture import ATTENTION_KINDS, capture_attention
 from .data import Vocab, make_batch
 from .decode import greedy_decode
 from .layers import sinusoidal_encoding
@@ -40,46 +48,97 @@ __all__ = [
     "DecodingExplorer",
 ]
 
+# The colour-scale choice of every heat-map widget: value -> the ``vmax`` that viz takes.
+SCALES = {"shared": 1.0, "own": None}
+TOKEN_SYMBOLS = "Symbols: ^ = start of the output (&lt;bos&gt;), $ = its end (&lt;eos&gt;), · = a space."
+ROW_RULE = "A decoder row a→b is the query at the position that reads a and writes b."
+
+
+def scale_control() -> w.Dropdown:
+    return w.Dropdown(
+        options=[("shared: 0 to 1", "shared"), ("own: 0 to its largest weight", "own")],
+        value="shared",
+        description="colour scale",
+    )
+
+
+def _has_one_value(control: w.Widget) -> bool:
+    if hasattr(control, "options"):
+        return len(control.options) <= 1
+    return hasattr(control, "min") and hasattr(control, "max") and control.min == control.max
+
 
 class FigureWidget:
     """Controls above a picture that is redrawn whenever one of them changes.
 
     Subclasses build ``self.controls`` (name -> widget) and implement :meth:`draw`, which returns a Figure and
-    may record what it showed in ``self.state``.
+    may record what it showed in ``self.state``. ``draw`` raises ValueError for input it cannot draw; the
+    message is shown under the controls and the last good picture stays.
     """
 
-    def __init__(self, controls: dict[str, w.Widget]):
+    def __init__(self, controls: dict[str, w.Widget], caption: str = ""):
         self.controls = controls
+        self.caption = w.HTML(caption)
+        self.message = w.HTML("")
         self.state: dict = {}
         self.png = b""
+        self.error: str | None = None
         self.draw_count = 0
         self._handle = None
         for control in controls.values():
+            control.style.description_width = "initial"  # the whole description, never "temperat…"
             control.observe(lambda _change: self.redraw(), names="value")
         self.redraw()
 
     def draw(self) -> Figure:
         raise NotImplementedError
 
+    def update(self) -> None:
+        """Recompute what the controls' values need before :meth:`draw` (e.g. run the model on new text)."""
+
+    def input_error(self) -> str | None:
+        """A message about input that :meth:`update` set aside while the picture shows the last good input."""
+        return None
+
     def redraw(self) -> None:
-        fig = self.draw()
+        try:
+            self.update()
+            fig = self.draw()
+        except ValueError as error:  # what the user typed: say so in the cell, keep the controls alive
+            self._say(str(error))
+            return
+        self._say(self.input_error())
         self.png = viz.figure_to_png(fig)
         plt.close(fig)
         self.draw_count += 1
         if self._handle is not None:
-            self._handle.update(Image(data=self.png, format="png"))
+            self._handle.update(self._image())
+        for control in self.controls.values():
+            control.layout.display = "none" if _has_one_value(control) else None
+
+    def _say(self, error: str | None) -> None:
+        self.error = error
+        shown = "" if error is None else f"<b style='color:#b00020'>Cannot draw this: {html.escape(error)}</b>"
+        self.message.value = shown
+
+    def _image(self) -> Image:
+        return Image(data=self.png, format="png", retina=True)
 
     def _ipython_display_(self) -> None:
         controls = w.HBox(list(self.controls.values()), layout=w.Layout(flex_flow="row wrap"))
-        bundle = controls._repr_mimebundle_()
+        parts = [controls, self.message] + ([self.caption] if self.caption.value else [])
+        bundle = w.VBox(parts)._repr_mimebundle_()
         # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the widget's repr.
         bundle["text/plain"] = self.controls_summary()
         display(bundle, raw=True)
-        self._handle = display(Image(data=self.png, format="png"), display_id=True)
+        self._handle = display(self._image(), display_id=True)
 
     def controls_summary(self) -> str:
-        """One line naming the controls and their values, e.g. ``[controls: head = 0; run the notebook ...]``."""
-        values = "; ".join(f"{name} = {control.value}" for name, control in self.controls.items())
+        """One line naming the controls and their values, e.g. ``[controls: head = 0; run the notebook ...]``.
+
+        The colour scale is a way of looking, not a value of what is shown: it is left out.
+        """
+        values = "; ".join(f"{name} = {c.value}" for name, c in self.controls.items() if name != "scale")
         return f"[controls: {values}; run the notebook to move them]"
 
 
@@ -115,12 +174,24 @@ class HeadExplorer(FigureWidget):
         if weights.dim() != 3:
             raise ValueError(f"weights must be (h, T_q, T_k), got shape {tuple(weights.shape)}")
         self.weights, self.query_labels, self.key_labels, self.title = weights.detach(), query_labels, key_labels, title
-        super().__init__({"head": w.IntSlider(value=0, min=0, max=weights.size(0) - 1, description="head")})
+        super().__init__(
+            {
+                "head": w.IntSlider(value=0, min=0, max=weights.size(0) - 1, description="head"),
+                "scale": scale_control(),
+            }
+        )
 
     def draw(self) -> Figure:
-        head = self.controls["head"].value
-        self.state = {"head": head, "weights": self.weights[head]}
-        return viz.plot_attention(self.weights[head], self.query_labels, self.key_labels, f"{self.title}, head {head}")
+        head, scale = self.controls["head"].value, self.controls["scale"].value
+        self.state = {"head": head, "scale": scale, "weights": self.weights[head]}
+        return viz.plot_attention(
+            self.weights[head],
+            self.query_labels,
+            self.key_labels,
+            f"{viz.plain(self.title)}, head {head}",
+            vmax=SCALES[scale],
+            colorbar=True,
+        )
 
 
 class LayerHeadExplorer(FigureWidget):
@@ -143,14 +214,21 @@ class LayerHeadExplorer(FigureWidget):
             {
                 "layer": w.Dropdown(options=list(maps), description="layer"),
                 "head": w.IntSlider(value=0, min=0, max=heads - 1, description="head"),
+                "scale": scale_control(),
             }
         )
 
     def draw(self) -> Figure:
-        layer, head = self.controls["layer"].value, self.controls["head"].value
-        self.state = {"layer": layer, "head": head, "weights": self.maps[layer][head]}
+        layer, head, scale = (self.controls[name].value for name in ("layer", "head", "scale"))
+        self.state = {"layer": layer, "head": head, "scale": scale, "weights": self.maps[layer][head]}
         return viz.plot_attention(
-            self.maps[layer][head], self.query_labels, self.key_labels, f"{layer}, head {head}", annotate=False
+            self.maps[layer][head],
+            self.query_labels,
+            self.key_labels,
+            f"{layer}, head {head}",
+            annotate=False,
+            vmax=SCALES[scale],
+            colorbar=True,
         )
 
 
@@ -171,33 +249,39 @@ class HeadCountExplorer(FigureWidget):
             {
                 "num_heads": w.SelectionSlider(
                     options=options, value=options[min(1, len(options) - 1)], description="heads h"
-                )
+                ),
+                "scale": scale_control(),
             }
         )
 
     def draw(self) -> Figure:
-        h = self.controls["num_heads"].value
+        h, scale = self.controls["num_heads"].value, self.controls["scale"].value
         torch.manual_seed(self.seed)
         mha = MultiHeadAttention(self.x.size(1), h).eval()
         with torch.no_grad():
             _, weights = mha(self.x[None], self.x[None], self.x[None], need_weights=True)  # (1, h, T, T)
-        self.state = {"num_heads": h, "d_k": mha.d_k, "weights": weights[0]}
+        self.state = {"num_heads": h, "scale": scale, "d_k": mha.d_k, "weights": weights[0]}
         return viz.plot_heads(
-            weights[0], self.labels, self.labels, f"d_model = {self.x.size(1)}, h = {h}, d_k = d_model / h = {mha.d_k}"
+            weights[0],
+            self.labels,
+            self.labels,
+            f"d_model = {self.x.size(1)}, h = {h}, d_k = d_model / h = {mha.d_k}",
+            vmax="own" if scale == "own" else SCALES[scale],
         )
 
 
 class MaskBuilder(FigureWidget):
     """Toggle the padding and the causal mask for a padded sequence and see the mask and the attention it allows.
 
-    ``tokens`` is the sequence as text pieces, with ``pad`` marking padding; the scores are seeded random.
+    ``tokens`` is the sequence as text pieces, with ``pad`` marking padding. Queries and keys are seeded
+    random vectors; the weights are those of ``tl.scaled_dot_product_attention`` under the mask.
     """
 
     def __init__(self, tokens: Sequence[str], pad: str = "<pad>", seed: int = 0):
         self.tokens = list(tokens)
         self.is_real = torch.tensor([t != pad for t in self.tokens])
         generator = torch.Generator().manual_seed(seed)
-        self.scores = torch.randn(len(tokens), len(tokens), generator=generator)
+        self.q, self.k = torch.randn(2, len(tokens), 8, generator=generator)  # (T, d_k) each
         super().__init__(
             {
                 "padding": w.Checkbox(value=True, description="padding mask"),
@@ -217,13 +301,9 @@ class MaskBuilder(FigureWidget):
 
     def draw(self) -> Figure:
         mask = self.mask()
-        weights = self.scores.masked_fill(~mask, float("-inf")).softmax(-1).nan_to_num(0.0)
+        _, weights = scaled_dot_product_attention(self.q, self.k, self.k, mask)  # (T, T)
         self.state = {"mask": mask, "weights": weights}
-        fig, (left, right) = plt.subplots(1, 2, figsize=(3 + 0.8 * len(self.tokens), 0.9 + 0.4 * len(self.tokens)))
-        viz.plot_mask(mask, self.tokens, self.tokens, ax=left)
-        viz.plot_attention(weights, self.tokens, self.tokens, title="weights after softmax", annotate=False, ax=right)
-        fig.tight_layout()
-        return fig
+        return viz.plot_mask_and_weights(mask, weights, self.tokens)
 
 
 class PositionalEncodingExplorer(FigureWidget):
@@ -243,26 +323,11 @@ class PositionalEncodingExplorer(FigureWidget):
         self.controls["pair"].max = change["new"] // 2 - 1  # redraws if the value had to move
 
     def draw(self) -> Figure:
-        d_model, pair = (
-            self.controls["d_model"].value,
-            min(self.controls["pair"].value, self.controls["d_model"].value // 2 - 1),
-        )
-        pe = sinusoidal_encoding(d_model, self.max_len).numpy()  # (max_len, d_model)
-        wavelength = 2 * math.pi * 10000 ** (2 * pair / d_model)
-        self.state = {"d_model": d_model, "pair": pair, "wavelength": wavelength, "pe": pe}
-        fig, (heat, curves) = plt.subplots(1, 2, figsize=(10, 2.8))
-        heat.imshow(pe, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-        heat.axvline(2 * pair, color="black", lw=1)
-        heat.set_xlabel("feature")
-        heat.set_ylabel("position")
-        heat.set_title(f"PE, d_model = {d_model}")
-        curves.plot(pe[:, 2 * pair], label=f"sin (feature {2 * pair})")
-        curves.plot(pe[:, 2 * pair + 1], label=f"cos (feature {2 * pair + 1})")
-        curves.set_xlabel("position")
-        curves.set_title(f"pair {pair}: one turn every {wavelength:.1f} positions")
-        curves.legend(fontsize=7, loc="upper right")
-        fig.tight_layout()
-        return fig
+        d_model = self.controls["d_model"].value
+        pair = min(self.controls["pair"].value, d_model // 2 - 1)
+        pe = sinusoidal_encoding(max_len=self.max_len, d_model=d_model)  # (max_len, d_model)
+        self.state = {"d_model": d_model, "pair": pair, "wavelength": viz.encoding_wavelength(pair, d_model), "pe": pe}
+        return viz.plot_encoding_pair(pe, pair)
 
 
 class ScheduleExplorer(FigureWidget):
@@ -291,39 +356,63 @@ class ScheduleExplorer(FigureWidget):
 
 
 def _token_labels(vocab: Vocab, ids: torch.Tensor) -> list[str]:
+    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for a space."""
     return [{"<bos>": "^", "<eos>": "$", " ": "·"}.get(vocab.itos[i], vocab.itos[i]) for i in ids.tolist()]
+
+
+def _decoder_row_labels(reads: Sequence[str], writes: Sequence[str]) -> list[str]:
+    """The rule both decoding widgets label decoder query rows by: ``a→b`` = reads ``a``, writes ``b``."""
+    return [f"{r}→{writes[i]}" if i < len(writes) else r for i, r in enumerate(reads)]
+
+
+def _check_source(vocab: Vocab, text: str, max_len: int) -> None:
+    """A readable ValueError for a source the model cannot translate."""
+    if not text.strip():
+        raise ValueError("the source is empty: type some text, e.g. a date such as '3 march 1987'")
+    unknown = sorted({ch for ch in text if ch not in vocab.stoi})
+    if unknown:
+        known = "".join(ch for ch in vocab.itos if len(ch) == 1)
+        raise ValueError(f"the model knows no {', '.join(map(repr, unknown))}; it reads only these characters: "
+                         f"{known!r}")
+    if len(text) > max_len:
+        raise ValueError(f"the source has {len(text)} characters; this model reads at most {max_len}")
 
 
 class AttentionExplorer(FigureWidget):
     """Type a source text; see every layer's and head's attention in a trained :class:`Transformer`.
 
     The model translates the text greedily, then one forward pass over ``(source, <bos> + translation)`` is
-    captured. ``kind`` picks encoder self-attention, decoder (masked) self-attention or cross-attention; the
-    layer, head and query sliders take their bounds from the model and the current text.
+    captured. ``kind`` is one of ``tl.capture.ATTENTION_KINDS`` (the names ``tl.attention_kind`` gives):
+    ``"self"`` (encoder), ``"masked self"`` (decoder) or ``"cross"``. The layer, head and query sliders take
+    their bounds from the model and the current text; the source redraws when you press Enter.
     """
 
-    KINDS = {
-        "encoder self": ("encoder", "self_attn"),
-        "decoder self": ("decoder", "self_attn"),
-        "cross": ("decoder", "cross_attn"),
-    }
+    KINDS = ATTENTION_KINDS
 
     def __init__(self, model: Transformer, vocab: Vocab, text: str, kind: str = "cross", max_len: int = 32):
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {list(self.KINDS)}, got {kind!r}")
         self.model, self.vocab, self.max_len = model, vocab, max_len
+        self._rejected: tuple[str | None, str] = (None, "")  # the last source that could not be drawn, and why
         config = model.config
         self._run(text)
         super().__init__(
             {
-                "text": w.Text(value=text, description="source", continuous_update=False),
-                "kind": w.Dropdown(options=list(self.KINDS), value=kind, description="attention"),
+                "text": w.Text(value=text, description="source (Enter redraws)", continuous_update=False),
+                "kind": w.Dropdown(
+                    options=[(words, k) for k, words in self.KINDS.items()], value=kind, description="attention"
+                ),
                 "layer": w.IntSlider(value=0, min=0, max=config.num_layers - 1, description="layer"),
                 "head": w.IntSlider(value=0, min=0, max=config.num_heads - 1, description="head"),
                 "query": w.IntSlider(value=0, min=0, max=self._query_count(kind) - 1, description="query"),
-            }
+                "scale": scale_control(),
+            },
+            caption=f"Type a source and press Enter to translate it and redraw. {TOKEN_SYMBOLS} {ROW_RULE}",
         )
 
     def _run(self, text: str) -> None:
         model, vocab = self.model, self.vocab
+        _check_source(vocab, text, model.config.max_len)
         src = make_batch([(text, "")], vocab).src  # (1, S)
         out = greedy_decode(model, src, self.max_len, vocab.bos_id, vocab.eos_id)[0]  # (<= max_len,)
         out = out[out != vocab.pad_id]
@@ -332,60 +421,85 @@ class AttentionExplorer(FigureWidget):
         with torch.no_grad(), capture_attention(model) as attention:
             model(src, tgt)
         self.text, self.translation = text, vocab.decode(out)
-        self._maps = {name: calls[-1][0] for name, calls in attention.calls.items() if calls}  # (h, T_q, T_k) each
-        self._labels = {"src": _token_labels(vocab, src[0]), "tgt": _token_labels(vocab, tgt[0])}
+        self._maps = {kind: [weights[0] for _, weights in attention.of_kind(kind)] for kind in self.KINDS}
+        source, reads = _token_labels(vocab, src[0]), _token_labels(vocab, tgt[0])
+        self._labels = {"source": source, "decoder": _decoder_row_labels(reads, _token_labels(vocab, out))}
+
+    def input_error(self) -> str | None:
+        text, error = self._rejected
+        if self.controls["text"].value == text:
+            return f"{error} (the picture shows {self.text!r})"
+        return None
 
     def _query_count(self, kind: str) -> int:
-        return len(self._labels["tgt" if self.KINDS[kind][0] == "decoder" else "src"])
+        return len(self._labels["source" if kind == "self" else "decoder"])
 
-    def redraw(self) -> None:
-        if self.controls["text"].value != self.text:
-            self._run(self.controls["text"].value)
+    def update(self) -> None:
+        text = self.controls["text"].value
+        if text != self.text and text != self._rejected[0]:
+            try:
+                self._run(text)
+            except ValueError as error:
+                self._rejected = (text, str(error))
+                raise
         self.controls["query"].max = self._query_count(self.controls["kind"].value) - 1  # bounds follow the text
-        super().redraw()
 
     def draw(self) -> Figure:
         c = {name: control.value for name, control in self.controls.items()}
-        stack, attn = self.KINDS[c["kind"]]
-        weights = self._maps[f"{stack}.layers.{c['layer']}.{attn}"][c["head"]]  # (T_q, T_k)
-        query_labels = self._labels["tgt" if stack == "decoder" else "src"]
-        key_labels = self._labels["src" if (stack == "encoder" or attn == "cross_attn") else "tgt"]
+        weights = self._maps[c["kind"]][c["layer"]][c["head"]]  # (T_q, T_k)
+        query_labels = self._labels["source" if c["kind"] == "self" else "decoder"]
+        key_labels = self._labels["decoder" if c["kind"] == "masked self" else "source"]
         query = min(c["query"], len(query_labels) - 1)
         self.state = {**c, "weights": weights, "translation": self.translation}
         return viz.plot_attention(
             weights,
             query_labels,
-            key_labels,
+            [label.split("→")[0] for label in key_labels],  # keys are the tokens read
             highlight_query=query,
             annotate=False,
-            title=f"{c['kind']}, layer {c['layer']}, head {c['head']}  ->  {self.translation}",
+            vmax=SCALES[c["scale"]],
+            colorbar=True,
+            title=viz.plain(f"{self.KINDS[c['kind']]}, layer {c['layer']}, head {c['head']}  ->  {self.translation}"),
         )
 
 
 class DecodingExplorer(FigureWidget):
     """Step through greedy decoding: at step ``t`` the model has written ``t`` tokens, and the picture shows
-    where each step's query looked in the source (cross-attention of the last layer, averaged over heads)."""
+    where each step's query looked in the source (cross-attention of the last layer, averaged over heads).
+    Rows not written yet are blank and unlabelled; a written row ``a→b`` read ``a`` and wrote ``b``."""
 
     def __init__(self, model: Transformer, vocab: Vocab, text: str, max_len: int = 32):
+        _check_source(vocab, text, model.config.max_len)
         src = make_batch([(text, "")], vocab).src  # (1, S)
         with capture_attention(model) as attention:
             out = greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id)[0]  # cached: one call per step
-        layer = f"decoder.layers.{model.config.num_layers - 1}.cross_attn"
+        layer = attention.of_kind("cross")[-1][0]
         self.rows = torch.cat([step[0].mean(0) for step in attention.calls[layer]])  # (steps, S)
         self.tokens = _token_labels(vocab, out[out != vocab.pad_id])
+        self.row_labels = _decoder_row_labels(["^"] + self.tokens[:-1], self.tokens)
         self.source = _token_labels(vocab, src[0])
-        super().__init__({"step": w.IntSlider(value=1, min=1, max=len(self.tokens), description="step")})
+        super().__init__(
+            {
+                "step": w.IntSlider(value=1, min=1, max=len(self.tokens), description="step"),
+                "scale": scale_control(),
+            },
+            caption=f"{TOKEN_SYMBOLS} {ROW_RULE}",
+        )
 
     def draw(self) -> Figure:
-        step = self.controls["step"].value
+        step, scale = self.controls["step"].value, self.controls["scale"].value
         shown = self.rows.clone()
         shown[step:] = 0  # not written yet
-        self.state = {"step": step, "written": "".join(self.tokens[:step]), "row": self.rows[step - 1]}
+        labels = self.row_labels[:step] + [""] * (len(self.tokens) - step)
+        written = "".join(self.tokens[:step])
+        self.state = {"step": step, "scale": scale, "written": written, "row": self.rows[step - 1], "labels": labels}
         return viz.plot_attention(
             shown,
-            self.tokens,
+            labels,
             self.source,
             highlight_query=step - 1,
             annotate=False,
-            title=f"step {step}: wrote {self.tokens[step - 1]!r} so far '{''.join(self.tokens[:step])}'",
+            vmax=SCALES[scale],
+            colorbar=True,
+            title=viz.plain(f"step {step}: wrote '{self.tokens[step - 1]}', so far '{written}'"),
         )

@@ -1,0 +1,267 @@
+"""The engine of the self-checks: it runs a check's entry (:mod:`transformer_lib.checks` holds the table).
+
+An :class:`Entry` says what a check compares: the reference, the inputs it draws (:class:`Case`) and the known
+mistakes (:class:`Mistake`: a wrong version of the code and the hint it earns). :func:`judge` runs every call
+into student code inside a guard, compares outputs and gradients with the reference, and names the first
+discrepancy and the mistake that explains it. It never raises: whatever the student's code does becomes a
+:class:`CheckResult` message.
+"""
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+
+import torch
+from torch import nn
+
+__all__ = ["CheckResult", "Case", "Mistake", "Entry", "Failure", "judge", "describe", "copy_weight", "copy_weights"]
+
+
+@dataclass
+class CheckResult:
+    """The outcome of a check: truthy when it passed; prints as its message."""
+
+    name: str
+    passed: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+@dataclass
+class Case:
+    """One set of inputs: ``args`` for the student's code, ``about`` for messages, ``build`` = (args, kwargs)
+    for the student's class, and ``inputs``: named tensors whose gradients are compared too."""
+
+    args: tuple
+    about: str
+    build: tuple = ((), {})
+    inputs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Mistake:
+    """A typical wrong version of the code, called like the reference (a module check passes first the
+    reference module, which holds the student's weights), and the hint it earns when it explains the output."""
+
+    hint: str
+    version: Callable
+
+
+@dataclass
+class Entry:
+    """One check. ``reference`` is the right function or, when ``builds`` (the student gives a class), a factory
+    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights."""
+
+    what: str  # how messages name the student's code: "your attention"
+    reference: Callable
+    cases: Callable[[], list[Case]]
+    mistakes: list[Mistake]
+    hint: str  # when no known mistake explains the difference
+    success: str
+    builds: bool = False
+    pick: Callable | None = None  # (result, case) -> {part: value}; parts a student's result lacks are skipped
+    run: Callable | None = None  # (code, case) -> result; by default ``code(*case.args)``
+    atol: float = 1e-4
+    rtol: float = 1e-5
+
+
+class Failure(Exception):
+    """Raised inside a check to stop at the first problem, with the message to show."""
+
+
+def _call(what: str, fn: Callable, *args, **kwargs):
+    """Run student code; turn its exceptions, and a softmax without an axis, into a friendly failure."""
+    with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args, **kwargs)
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # any error in student code becomes a message
+            raise Failure(f"{what} raised {type(exc).__name__}: {exc}. {_hint_for_exception(exc)}") from None
+    if any("Implicit dimension choice for softmax" in str(w.message) for w in caught):
+        raise Failure(
+            f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks "
+            "dim=1, the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
+        )
+    return result
+
+
+def _hint_for_exception(exc: Exception) -> str:
+    text = str(exc)
+    if "Boolean value of Tensor with more than one" in text:
+        return "Hint: `if mask:` asks a whole tensor for one True/False; write `if mask is not None:`."
+    if "cannot assign module before Module.__init__" in text or "has no attribute '_modules'" in text:
+        return "Hint: the first line of `__init__` must be `super().__init__()`."
+    if "shape" in text or "size" in text or "dimension" in text:
+        return "Hint: print the shapes of the inputs and of each intermediate tensor; compare with the shape comments."
+    return "Hint: run it by hand on a small input and read the error's last line."
+
+
+def describe(value) -> str:
+    if value is None:
+        return "None"
+    return str(tuple(value.shape)) if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
+    """The first difference between two results' parts (parts missing from ``got`` are skipped), or None."""
+    for part, want in expected.items():
+        have = got.get(part, want)
+        if have is None:
+            return f"your {part} is None (a missing `return`?)."
+        if not isinstance(have, torch.Tensor):
+            return f"your {part} should be a tensor {tuple(want.shape)}, got {type(have).__name__}."
+        if have.shape != want.shape:
+            return f"your {part} has shape {tuple(have.shape)}, expected {tuple(want.shape)}."
+        if (have.dtype == torch.bool) != (want.dtype == torch.bool):
+            return f"your {part} has dtype {have.dtype}, expected {want.dtype}."
+        have, want = have.detach().double(), want.detach().double()
+        wrong = ~torch.isclose(have, want, atol=atol, rtol=rtol, equal_nan=True)
+        if wrong.any():
+            index = tuple(torch.nonzero(wrong)[0].tolist())
+            if have.isnan().any() and not want.isnan().any():
+                return f"your {part} contains NaN (first at index {index}) where the reference has numbers."
+            return f"your {part} differs at index {index}: expected {want[index]:.4g}, got {have[index]:.4g}."
+    return None
+
+
+def _zero_nan(result: dict) -> dict:
+    """NaN as 0: a fully masked row is NaN in one way of writing a bug and 0 in another; it is the same bug."""
+    return {
+        k: v.nan_to_num(0.0) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in result.items()
+    }
+
+
+def _output_and_weights(result, case=None) -> dict:
+    """``output`` or ``(output, weights)``: the forms attention code may return."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return {"output": result[0]} | ({"weights": result[1]} if result[1] is not None else {})
+    return {"output": result}
+
+
+def _prepare(entry: Entry, student, case: Case):
+    """(the student's callable, the reference, what mistakes get first); a class is built from ``case.build``."""
+    if not entry.builds:
+        return student, entry.reference, None
+    if not (isinstance(student, type) and issubclass(student, nn.Module)):
+        if isinstance(student, nn.Module):
+            raise Failure(f"pass the class itself, not an instance: `{type(student).__name__}`, without `(...)`.")
+        raise Failure(f"expected a class that subclasses nn.Module, got {describe(student)} {student!r:.60}.")
+    args, kwargs = case.build
+    shown = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
+    module = _call(f"{student.__name__}({shown})", student, *args, **kwargs)
+    _call(f"{student.__name__}.eval()", module.eval)
+    reference = entry.reference(module, *args, **kwargs).eval()
+    return module, reference, reference
+
+
+def _examine(entry: Entry, student) -> str:
+    pick = entry.pick or _output_and_weights
+    run = entry.run or (lambda code, case: code(*case.args))
+    for case in entry.cases():
+        subject, reference, bound = _prepare(entry, student, case)
+        got, expected = pick(run(partial(_call, entry.what, subject), case), case), pick(run(reference, case), case)
+        problem = _differs(got, expected, entry.atol, entry.rtol)
+        if problem:
+            for mistake in entry.mistakes:
+                try:
+                    wrong = pick(run(partial(mistake.version, bound) if entry.builds else mistake.version, case), case)
+                except Exception:  # a mistake that cannot run on these inputs explains nothing
+                    continue
+                if _differs(_zero_nan(got), _zero_nan(wrong), entry.atol, entry.rtol) is None:
+                    raise Failure(f"{case.about}: {mistake.hint}")
+            raise Failure(f"{case.about}: {problem} {entry.hint}")
+        if case.inputs:
+            _compare_gradients(entry, subject, case, next(iter(got.values())), next(iter(expected.values())))
+    return entry.success
+
+
+def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, expected: torch.Tensor) -> None:
+    """Gradients with respect to ``case.inputs`` equal the reference's, and every student parameter gets one."""
+    if not got.requires_grad:
+        raise Failure(
+            f"{case.about}: your output carries no gradient: was it computed under `torch.no_grad()`, "
+            "or detached? Training needs gradients to flow back through your code."
+        )
+    inputs = list(case.inputs.values())
+    parameters = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    weight = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    grads = _call(
+        f"{entry.what} (backward)",
+        torch.autograd.grad,
+        (got * weight).sum(),
+        inputs + list(parameters.values()),
+        allow_unused=True,
+    )
+    wanted = torch.autograd.grad((expected * weight).sum(), inputs, allow_unused=True)
+    for name, have, want in zip(case.inputs, grads, wanted, strict=False):
+        part = f"gradient for {name}"
+        problem = _differs(
+            {part: torch.zeros_like(want) if have is None else have}, {part: want}, entry.atol, entry.rtol
+        )
+        if problem:
+            raise Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
+    frozen = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    if frozen:
+        raise Failure(f"no gradient reached {frozen}: they would never train. Hint: is every layer used in forward?")
+
+
+def judge(name: str, entry: Entry, student) -> CheckResult:
+    """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
+    try:
+        with torch.enable_grad():
+            message = _examine(entry, student)
+    except NotImplementedError:
+        return CheckResult(
+            name,
+            False,
+            f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` with "
+            "your code and run this cell again.",
+        )
+    except Failure as failure:
+        return CheckResult(name, False, f"❌ {name}: {failure}")
+    except Exception as exc:  # the student's result broke the comparison itself (an odd type, say)
+        return CheckResult(
+            name,
+            False,
+            f"❌ {name}: could not judge your code's result ({type(exc).__name__}: "
+            f"{exc}). Hint: return what the exercise asks for, with its shape.",
+        )
+    return CheckResult(name, True, f"✅ {name}: {message} Well done!")
+
+
+# --- references that hold the student's weights ------------------------------------------------------
+
+
+def copy_weight(target: nn.Module, student: nn.Module, source: str) -> None:
+    """Copy ``student.<source>`` (weight, and bias if any) into ``target``, or fail naming what it should be."""
+    module = student
+    for part in filter(None, source.split(".")):
+        module = getattr(module, part, None)
+    weight, shape = getattr(module, "weight", None), tuple(target.weight.shape)
+    if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
+        should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
+        found = f"weight {describe(weight)}" if module is not None else "nothing"
+        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.")
+    bias = getattr(module, "bias", None)
+    with torch.no_grad():
+        target.weight.copy_(weight)
+        if target.bias is not None:
+            target.bias.copy_(bias if isinstance(bias, torch.Tensor) else torch.zeros_like(target.bias))
+
+
+def copy_weights(reference: nn.Module, student: nn.Module, sources: dict) -> nn.Module:
+    """``reference`` after copying ``student.<source>`` into each ``reference.<target>`` of ``sources``."""
+    for target, source in sources.items():
+        module = reference
+        for part in filter(None, target.split(".")):
+            module = getattr(module, part)
+        copy_weight(module, student, source)
+    return reference
