@@ -75,7 +75,7 @@ class Batch:
     tgt_out: torch.Tensor  # (B, T) ids
     src_mask: torch.Tensor  # (B, 1, 1, S)
     tgt_mask: torch.Tensor  # (B, 1, T, T): causal and padding
-    pad_id: int = 0  # the vocabulary's <pad>, the filler of all three id tensors
+    pad_id: int  # the vocabulary's <pad>, the filler of all three id tensors
 
     def to(self, device: torch.device | str) -> "Batch":
         tensors = (t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask))
