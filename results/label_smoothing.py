@@ -50,8 +50,8 @@ def track_exact_match(eps: float, seed: int, eval_every: int = 100, task: tl.Dat
         seconds += time.perf_counter() - started
         accuracy = tl.exact_match(model, task.valid_pairs, task.vocab)
         schedule = "recipe" if paper_factor is None else f"paper, factor {paper_factor}"
-        rows.append({"schedule": schedule, "eps": eps, "seed": seed, "step": step, "val_exact_match": round(accuracy, 4),
-                     "train_seconds": round(seconds, 1)})
+        rows.append({"schedule": schedule, "eps": eps, "seed": seed, "step": step,
+                     "val_exact_match": round(accuracy, 4), "train_seconds": round(seconds, 1)})
     return rows
 
 
