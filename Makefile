@@ -53,14 +53,14 @@ test-notebooks: setup
 CHROMIUM := /usr/bin/chromium
 
 # Every notebook run in JupyterLab in headless Debian chromium, every widget control moved, and the static site
-# checked page by page; two workers (06 and 07 share one, as 07 loads the model 06 saves). Skips without chromium.
+# checked page by page; two workers (06 then 07 in one test, as 07 loads the model 06 saves). Skips without chromium.
 test-browser: setup site
 	test -x $(CHROMIUM) || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
 		|| (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium) \
 		|| echo "could not install chromium: the browser test will skip"
 	$(PY) -m pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt \
 		|| echo "could not install Playwright: the browser test will skip"
-	$(TESTENV) $(PY) -m pytest -v -rs -n 2 --dist loadgroup --run-browser tests/browser
+	$(TESTENV) $(PY) -m pytest -v -rs -n 2 --dist load --run-browser tests/browser
 
 site: setup  ## the executed notebooks as a static website in build/site/ (index.html, no kernel needed)
 	$(PY) tools/make_site.py build/site
@@ -77,10 +77,14 @@ images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
 lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools
+	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools solutions
 
 bench: setup
 	$(PY) -m transformer_lib.bench
+
+.PHONY: experiments
+experiments: setup  ## notebook 10's Table 3 grid; resumable: runs already in results/table3.csv are skipped
+	$(PY) -m transformer_lib.experiments
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

@@ -43,7 +43,7 @@ def _solution_source(module, name: str) -> str:
 
 
 def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
-    """(new cell source, exercise name); (None, name) when the module has no solution of that name."""
+    """(new cell source, exercise name); (None, name or what is wrong) when no solution can replace the stub."""
     tree = ast.parse(source)
     defined = [
         node
@@ -51,7 +51,8 @@ def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name.startswith(("my_", "My"))
     ]
     if len(defined) != 1:
-        return None, f"a cell defining {[node.name for node in defined] or 'no my_*/My* name'}"
+        names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+        return None, f"defines {names}, not exactly one my_* function or My* class"
     node = defined[0]
     if not hasattr(module, node.name):
         return None, node.name
@@ -91,7 +92,11 @@ def build(path: pathlib.Path) -> list[str]:
         ):
             source, name = _replace_stub(cell.source, module)
             if source is None:
-                problems.append(f"exercise cell for {name}: no solution of that name in {module.__name__}")
+                index = notebook.cells.index(cell)
+                problem = (
+                    name if name.startswith("defines") else f"{name} has no solution of that name in {module.__name__}"
+                )
+                problems.append(f"cell {index}: exercise {problem}")
                 continue
             cell.source, cell.outputs = source, []
             solved.add(name)
@@ -107,7 +112,8 @@ def build(path: pathlib.Path) -> list[str]:
     for cell in exercise_cells:  # (the debugging notebook's bug cells fail their checks on purpose)
         text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.get("outputs", []))
         if "✅" not in text:
-            problems.append(f"cell {notebook.cells.index(cell)}: {text.strip()[:300]}")
+            outcome = text.strip()[:300] or "not run (execution stopped before it)"
+            problems.append(f"cell {notebook.cells.index(cell)}: {outcome}")
     OUT.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, OUT / path.name)
     return problems
@@ -115,7 +121,7 @@ def build(path: pathlib.Path) -> list[str]:
 
 def main(numbers: list[str]) -> int:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    paths = sorted(p for p in (ROOT / "notebooks").glob("0[1-9]_*.ipynb") if not numbers or p.name[:2] in numbers)
+    paths = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if not numbers or p.name[:2] in numbers)
     failed = False
     for path in paths:
         problems = build(path)

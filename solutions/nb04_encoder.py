@@ -56,11 +56,14 @@ class MyEncoderLayer(nn.Module):
 
 ANSWERS = {
     "4": (
-        "Attention output is a weighted average of (projected) value vectors: for fixed weights it is linear in "
-        "the values, and the only nonlinearity is the softmax that computes the weights. Without FFNs every layer "
-        "only re-mixes linear projections of its inputs, so the model cannot apply a nonlinear function to a "
-        "token's own features (for example a ReLU feature detector, or an XOR of two features of one token), and "
-        "W_O of one layer and W_V of the next collapse into one matrix. The FFN is the per-token nonlinear "
-        "transformation (and holds most parameters); attention moves information between positions."
+        "For fixed attention weights, a position's attention output is a weighted average of the values, projected "
+        "by W_V and W_O: linear in the token vectors. The softmax only decides the mixing weights, and LayerNorm "
+        "only recentres and rescales each token with a fixed formula. So an attention-only Transformer can move "
+        "and mix information between positions, but has no learned nonlinear function of one token's own features: "
+        "no feature detector such as ReLU(x w + b), no XOR of two features of a token, none of the key-value "
+        "lookups that FFN layers have been found to store (Geva, Schuster, Berant & Levy 2021, 'Transformer "
+        "Feed-Forward Layers Are Key-Value Memories'). Dong, Cordonnier & Loukas 2021 ('Attention is Not All You "
+        "Need: Pure Attention Loses Rank Doubly Exponentially with Depth') show that stacked self-attention without "
+        "skip connections and MLPs collapses towards a rank-1 output (every token the same) as depth grows."
     ),
 }

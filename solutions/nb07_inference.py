@@ -16,10 +16,12 @@ def my_cached_causal_mask(size_q, size_k):
 
 ANSWERS = {
     "3": (
-        "On the date task nothing (or almost nothing) changes: every output has the same length (a date in one "
-        "format), so all finished hypotheses are equally long and dividing their log-probabilities by a length "
-        "term cannot reorder them. In translation the hypotheses differ in length; each extra token adds a "
-        "negative log-probability, so without a penalty beam search prefers short outputs, and the length penalty "
-        "decides how much longer hypotheses are favoured."
+        "Run the cell: on the date task the decoded dates should not change (or hardly). The penalty divides a "
+        "finished hypothesis's log-probability by lp = ((5 + length) / 6) ** alpha (Wu et al. 2016, as in "
+        "tl.beam_search); hypotheses of equal length are divided by the same number, so their order is kept. Every "
+        "correct output is an ISO date of exactly 10 characters, and a trained model gives hypotheses of any other "
+        "length a far lower probability, so nothing is reordered. In translation the candidates differ in length: "
+        "each extra token adds a negative log-probability, so without a penalty (alpha = 0) beam search prefers "
+        "short outputs, and alpha sets how far longer ones are favoured."
     ),
 }

@@ -275,6 +275,11 @@ CASES = {
         "src_vocab_size=10 and tgt_vocab_size=12",
         lambda: tl.TransformerConfig(10, 12),
     ),
+    "config norm_first as a string": (
+        TypeError,
+        "norm_first must be True or False, got 'yes'",
+        lambda: tl.TransformerConfig(10, 10, norm_first="yes"),
+    ),
     "config unknown positional": (
         ValueError,
         "positional='rotary'",
@@ -474,3 +479,12 @@ def test_trace_shapes_still_traces_a_module():
     with tl.trace_shapes(model) as trace:
         model(ids, ids)
     assert trace.records[0].output == "(2, 5, 12)"
+
+
+def test_numpy_numbers_in_a_config_are_accepted_as_python_numbers():
+    """A grid read from a CSV hands NumPy scalars; they are numbers, so the config takes them."""
+    np = pytest.importorskip("numpy")
+    config = tl.TransformerConfig(np.int64(12), np.int64(12), d_model=np.int64(16), num_heads=np.int64(4), d_ff=32)
+    assert type(config.num_heads) is int and type(config.d_model) is int
+    logits = tl.Transformer(config.replace(num_layers=1, max_len=16))(ids, ids)
+    assert logits.shape == (B, T, 12) and torch.isfinite(logits).all()

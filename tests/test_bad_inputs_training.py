@@ -5,6 +5,7 @@ message names the offending value or shape, or asserts the safe result."""
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -40,6 +41,16 @@ def test_vocab_decode_of_an_unknown_id_is_unk():
 def test_make_batch_of_nothing():
     with pytest.raises(ValueError, match="at least one"):
         tl.make_batch([], tl.Vocab("abc"))
+
+
+def test_make_batch_of_bare_strings_instead_of_pairs():  # "ab" used to unpack silently as ("a", "b")
+    with pytest.raises(TypeError, match=r"\(source text, target text\) pairs, got an element 'ab'"):
+        tl.make_batch(["ab", "cd"], tl.Vocab("abcd"))
+
+
+def test_vocab_decode_takes_numpy_ids():
+    vocab = tl.Vocab("abc")
+    assert vocab.decode(np.array(vocab.encode("cab"))) == "cab"
 
 
 def test_date_range_whose_first_year_is_after_its_last():
@@ -189,6 +200,12 @@ def test_a_loss_that_ignores_another_pad_id_than_the_batch():
 def test_training_recipe_with_a_bad_field(changes, message):
     with pytest.raises(ValueError, match=message):
         tl.CPU_RECIPE.replace(**changes)
+
+
+@pytest.mark.parametrize(("d_model", "warmup", "named"), [(512, 0, "warmup=0"), (0, 4000, "d_model=0")])
+def test_noam_schedule_with_no_warmup_or_no_width(d_model, warmup, named):  # was a bare ZeroDivisionError
+    with pytest.raises(ValueError, match=f"must be >= 1, got {named}"):
+        tl.noam_lr(10, d_model, warmup)
 
 
 def test_warmup_longer_than_training():
@@ -351,3 +368,33 @@ def test_exact_match_of_nothing(untrained):
     model, _ = untrained
     with pytest.raises(ValueError, match="at least one"):
         tl.exact_match(model, [], tl.Vocab("abcdef"))
+
+
+def test_exact_match_in_batches_of_zero(untrained):
+    model, _ = untrained
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got batch_size=0"):
+        tl.exact_match(model, [("ab", "ab")], tl.Vocab("abcdef"), batch_size=0)
+
+
+@pytest.mark.parametrize("decode", [tl.greedy_decode, tl.beam_search])
+def test_decoding_length_that_is_not_a_whole_number(untrained, decode):
+    model, src = untrained
+    with pytest.raises(TypeError, match="max_len must be an int, got 5.0"):
+        decode(model, src, 5.0, 1, 2)
+
+
+def test_a_numpy_temperature_is_a_number(untrained):
+    model, src = untrained
+    generator = torch.Generator().manual_seed(0)
+    sampled = tl.sample_decode(model, src, 5, 1, 2, temperature=np.float32(0.5), generator=generator)
+    assert sampled.shape[0] == 2 and sampled.dtype == torch.long
+
+
+def test_numpy_whole_numbers_are_whole_numbers(untrained):  # a grid read from a CSV hands NumPy scalars
+    task = tl.CopyTask(num_test=np.int64(10), num_valid=np.int64(10), pad_id=np.int64(3))
+    assert len(task.test_pairs) == 10 and task.vocab.pad_id == 3
+    recipe = tl.TrainingRecipe(steps=np.int64(20), batch_size=np.int32(4), lr=1e-3, warmup=np.int64(2), eps_ls=0.0)
+    assert recipe.steps == 20 and type(recipe.steps) is int
+    model, src = untrained
+    assert len(tl.beam_search(model, src, 5, 1, 2, beam_width=np.int64(2))) == 2
+    assert torch.isfinite(tl.decode.filter_top_k_top_p(torch.randn(2, 9), top_k=np.int64(2))).sum() == 4

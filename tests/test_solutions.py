@@ -3,6 +3,7 @@ calls "not implemented yet", and a typical wrong answer that earns a specific hi
 question has a model answer."""
 
 import inspect
+import pathlib
 
 import pytest
 import torch
@@ -120,6 +121,7 @@ WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
         lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
         "own tokens",
     ),
+    "my_table3_row": (lambda: (tl.experiments.Row("base again", "C", {"d_model": 64}), "same"), "changes nothing"),
 }
 
 
@@ -160,3 +162,10 @@ def test_make_solutions_swaps_a_notebook_stub_for_the_solution_of_the_same_name(
         build_notebooks._replace_stub("def shard_loss(x):\n    raise NotImplementedError", nb02_multi_head_attention)[0]
         is None
     )
+
+
+def test_the_readme_lists_every_exercise_for_teachers():
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## For teachers", 1)[1].split("\n## ", 1)[0]
+    for notebook, number, name, _, check in solutions.EXERCISES:
+        assert f"| {notebook} | {number} | `{name}`" in section and f"`{check}`" in section, name

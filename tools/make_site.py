@@ -38,6 +38,11 @@ def readme_rows() -> dict[str, tuple[str, str]]:
     return rows
 
 
+def inline_markdown(text: str) -> str:
+    """The README's cell text as HTML: escaped, with `code` spans."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def title_of(notebook) -> str:
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -88,7 +93,7 @@ def build(out: Path) -> list[Path]:
         teaches, budget = described.get(source.stem[:2], ("", ""))
         rows.append(
             f'<tr><td>{source.stem[:2]}</td><td><a href="notebooks/{page.name}">{html.escape(title_of(notebook))}'
-            f"</a></td><td>{html.escape(teaches)}</td><td>{html.escape(budget)}</td></tr>"
+            f"</a></td><td>{inline_markdown(teaches)}</td><td>{html.escape(budget)}</td></tr>"
         )
     diagrams = "".join(
         f'<figure><a href="images/{p.name}"><img src="images/{p.name}" alt="{p.stem}"></a>'

@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 
 # Pictures and widgets load matplotlib and ipywidgets, which model code never needs: import them on first use,
 # so `tl.viz.plot_attention(...)` and `tl.widgets.AttentionExplorer(...)` work without an explicit import.
-_LAZY_SUBMODULES = {"viz", "widgets", "bench"}
+_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments"}
 
 
 def __getattr__(name: str):

@@ -9,7 +9,7 @@ discrepancy and the mistake that explains it. It never raises: whatever the stud
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import torch
@@ -162,12 +162,22 @@ def _prepare(entry: Entry, student, case: Case):
     return module, reference, reference
 
 
+def _fresh(value):
+    """A copy of every tensor in ``value`` (tuples and lists searched), still connected to the originals' graph."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, tuple | list):
+        return type(value)(_fresh(item) for item in value)
+    return value
+
+
 def _examine(entry: Entry, student) -> str:
     pick = entry.pick or _output_and_weights
     run = entry.run or (lambda code, case: code(*case.args))
     for case in entry.cases():
         subject, reference, bound = _prepare(entry, student, case)
-        got, expected = pick(run(partial(_call, entry.what, subject), case), case), pick(run(reference, case), case)
+        private = replace(case, args=_fresh(case.args))  # the student's code may change its inputs in place
+        got, expected = pick(run(partial(_call, entry.what, subject), private), case), pick(run(reference, case), case)
         problem = _differs(got, expected, entry.atol, entry.rtol)
         if problem:
             for mistake in entry.mistakes:
@@ -191,7 +201,8 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
             "or detached? Training needs gradients to flow back through your code."
         )
     inputs = list(case.inputs.values())
-    parameters = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    named = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    parameters = {name: p for name, p in named.items() if p.requires_grad}  # autograd.grad refuses frozen ones
     weight = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
     grads = _call(
         f"{entry.what} (backward)",
@@ -208,15 +219,18 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
         )
         if problem:
             raise Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
-    frozen = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    frozen = [name for name in named if name not in parameters]
     if frozen:
-        raise Failure(f"no gradient reached {frozen}: they would never train. Hint: is every layer used in forward?")
+        raise Failure(f"{frozen} have requires_grad=False: they would never train. Hint: leave parameters trainable.")
+    unused = [name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None]
+    if unused:
+        raise Failure(f"no gradient reached {unused}: they would never train. Hint: is every layer used in forward?")
 
 
 def judge(name: str, entry: Entry, student) -> CheckResult:
     """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
     try:
-        with torch.enable_grad():
+        with torch.inference_mode(False), torch.enable_grad():  # gradients are compared even if the caller's are off
             message = _examine(entry, student)
     except NotImplementedError:
         return CheckResult(
@@ -249,7 +263,12 @@ def copy_weight(target: nn.Module, student: nn.Module, source: str) -> None:
     if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
         should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
         found = f"weight {describe(weight)}" if module is not None else "nothing"
-        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.")
+        names = (
+            " Hint: name the gain and shift `weight` and `bias`, as nn.LayerNorm does."
+            if weight is None and module is not None and not isinstance(target, nn.Linear)
+            else ""
+        )
+        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.{names}")
     bias = getattr(module, "bias", None)
     with torch.no_grad():
         target.weight.copy_(weight)

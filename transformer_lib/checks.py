@@ -14,6 +14,7 @@ student's code is reported, and a stub that raises ``NotImplementedError`` is "n
 # fmt: off
 
 import math
+import numbers
 from collections.abc import Callable
 from functools import partial
 
@@ -34,7 +35,7 @@ __all__ = [
     "check_multi_head_attention", "check_positional_encoding", "check_layer_norm", "check_feed_forward",
     "check_encoder_layer", "check_decoder_layer", "check_cross_attention", "check_causal_mask",
     "check_causal_decoder", "check_shifted_targets", "check_label_smoothing", "check_noam_lr",
-    "check_temperature_softmax", "check_shard_loss",
+    "check_temperature_softmax", "check_shard_loss", "check_table3_row",
 ]
 
 
@@ -100,8 +101,9 @@ def _layer_cases(decoder: bool) -> list[Case]:
 
 def _cross_cases() -> list[Case]:
     gen = _gen()
-    torch.manual_seed(0)
-    attn = MultiHeadAttention(16, 4).eval()
+    with torch.random.fork_rng(devices=[]):  # the same module every time, and the learner's seed left alone
+        torch.manual_seed(0)
+        attn = MultiHeadAttention(16, 4).eval()
     x6, memory6 = _randn(gen, 3, 6, 16), _randn(gen, 3, 6, 16)
     x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
     return [Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
@@ -158,7 +160,12 @@ def _causal_decoder_run(model, case: Case) -> torch.Tensor:
     before, after = model(src, tgt), model(src, changed)
     if not all(isinstance(r, torch.Tensor) and r.dim() == 3 for r in (before, after)):
         raise Failure(f"the model should return logits (B, T, vocab_size), got {describe(before)}.")
-    return (after - before)[:, :t + 1].abs().amax(-1)  # (B, t + 1)
+    moved = (after - before)[:, :t + 1].abs().amax(-1)  # (B, t + 1): the largest change of each position's logits
+    if moved.max() > 1e-4:
+        sequence, position = divmod(int(moved.argmax()), t + 1)
+        raise Failure(f"{case.about}: the logits at position {position} of sequence {sequence} moved by "
+                      f"{moved.max():.3g}; they must not. {CHECKS['check_causal_decoder'].hint}")
+    return moved
 
 
 def _shifted_pick(result, case=None) -> dict:
@@ -168,7 +175,8 @@ def _shifted_pick(result, case=None) -> dict:
 
 
 def _number(result, case=None) -> dict:
-    is_number = isinstance(result, int | float) or (isinstance(result, torch.Tensor) and result.numel() == 1)
+    """A learning rate as a Python, NumPy (``np.float32`` is no ``float``) or one-element torch number."""
+    is_number = isinstance(result, numbers.Real) or (isinstance(result, torch.Tensor) and result.numel() == 1)
     return {"learning rate": torch.tensor(float(result)) if is_number else result}
 
 
@@ -231,7 +239,8 @@ def _mha_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHea
                            "not nn.Linear attributes: layers kept in local variables, plain lists or tuples are "
                            "invisible to `.parameters()`, so the optimizer never trains them. Hint: assign each "
                            "layer to `self.` (or use nn.ModuleList).")
-        extra = [n for n, _ in student.named_parameters() if n.split(".")[0] not in linears]
+        known = {id(p) for layer in linears.values() if isinstance(layer, nn.Linear) for p in layer.parameters()}
+        extra = [n for n, p in student.named_parameters() if id(p) not in known]
         raise Failure(f"the module registers {found} parameters, the library {expected}; the extra ones are "
                        f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o.")
     reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
@@ -254,6 +263,9 @@ def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
                        f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`.")
     named = dict(student.named_parameters())
     if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
+        if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):  # other names: the output
+            raise Failure("a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and its shift "
+                          "`bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and `torch.zeros(d_model)`.")
         with torch.no_grad():
             named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
             named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
@@ -316,11 +328,6 @@ def _decoder(ref: DecoderLayer, x, memory, tgt_mask=None, memory_mask=None, *, s
     x = _sublayer(x, lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0], ref.residual_cross.norm, pre,
                   "cross" not in skip)
     return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
-
-
-def _sin_cos_swapped(d_model: int, max_len: int) -> torch.Tensor:
-    table = sinusoidal_encoding(d_model=d_model, max_len=max_len)
-    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).flatten(1)  # (max_len, d_model)
 
 
 def _smoothing(target, vocab_size, eps, pad_id, *, others=2, pad_column=True, pad_rows=True) -> torch.Tensor:
@@ -426,7 +433,8 @@ CHECKS: dict[str, Entry] = {
                  lambda d, n: sinusoidal_encoding(d_model=n, max_len=d)),
          Mistake("the table is transposed: rows are positions, (max_len, d_model).",
                  lambda d, n: sinusoidal_encoding(d_model=d, max_len=n).T),
-         Mistake("sin and cos are swapped: even features 2i get sin, odd ones 2i+1 get cos.", _sin_cos_swapped)],
+         Mistake("sin and cos are swapped: even features 2i get sin, odd ones 2i+1 get cos.", lambda d, n:
+                 sinusoidal_encoding(d_model=d, max_len=n)[:, torch.arange(d).view(-1, 2).flip(1).flatten()])],
         "Hint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(...); the pair (2i, 2i+1) shares a "
         "frequency.", "the table matches the paper's formula, with the arguments (d_model, max_len)."),
     "check_positional_encoding_module": Entry(
@@ -501,10 +509,9 @@ CHECKS: dict[str, Entry] = {
         "lets each new query see the cache, itself and the past only.", pick=_causal_mask_pick),
     "check_causal_decoder": Entry(  # the reference is any causal function of the target: no position sees later ones
         "your model", lambda src, tgt: tgt.cumsum(1)[..., None].float(), _causal_decoder_cases, [],
-        "The logits at those positions changed: the decoder sees the future, so it trains to a near-zero loss by "
-        "copying the next token and then generates garbage. Hint: give the decoder's self-attention the causal mask, "
-        "`tl.causal_mask(T) & padding_mask`.", "the logits at each position depend only on the target tokens up to it.",
-        run=_causal_decoder_run, pick=lambda result, case=None: {"change of the earlier logits": result}),
+        "The decoder sees the future, so it trains to a near-zero loss by copying the next token and then generates "
+        "garbage. Hint: give the decoder's self-attention the causal mask, `tl.causal_mask(T) & padding_mask`.",
+        "the logits at each position depend only on the target tokens up to it.", run=_causal_decoder_run),
     "check_shifted_targets": Entry(
         "your shift", lambda tgt: (tgt[:, :-1], tgt[:, 1:]),
         lambda: [Case((torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
@@ -603,23 +610,51 @@ check_shard_loss = _check("check_shard_loss", "``shard_loss(logits, target, glob
 def check_positional_encoding(encoding) -> CheckResult:
     """A function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a class ``encoding(d_model, max_len)``
     that stores the table as a buffer and whose ``forward(x (B, T, d_model))`` adds it to ``x``."""
-    return _judge("check_positional_encoding_module" if isinstance(encoding, type) else "check_positional_encoding",
-                  encoding)
+    module = isinstance(encoding, type | nn.Module)  # an instance goes to the module entry, which says "the class"
+    return _judge("check_positional_encoding_module" if module else "check_positional_encoding", encoding)
 
 
 def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckResult:
-    """``make_mask(T) -> bool (T, T)`` (or ``(1, 1, T, T)``), True where query i may attend to key j <= i. With
-    ``with_cache=True``: ``make_mask(T_q, T_k)`` for the last ``T_q`` queries of ``T_k`` positions (decoding with a KV
-    cache), so query i sits at position ``i + T_k - T_q``."""
+    """``make_mask(T) -> bool (T, T)`` or ``(1, 1, T, T)``, True where query i may see key j <= i; with_cache=True:
+    ``make_mask(T_q, T_k)`` for the last ``T_q`` of ``T_k`` positions (KV cache): query i sits at ``i + T_k - T_q``."""
     return _judge("check_causal_mask_cached" if with_cache else "check_causal_mask", make_mask)
 
 
 def check_causal_decoder(model) -> CheckResult:
     """``model(src (B, S), tgt (B, T)) -> logits (B, T, V)`` (token ids 1-3 are used): changing target tokens after
     position t must leave the logits at positions <= t unchanged. Runs the model in eval mode, then restores it."""
-    if not isinstance(model, nn.Module):
-        return _judge("check_causal_decoder", model)
-    was_training = model.training
-    result = _judge("check_causal_decoder", model.eval())
-    model.train(was_training)
+    if isinstance(model, type):
+        return CheckResult("check_causal_decoder", False, "❌ check_causal_decoder: pass a model, not its class: "
+                           "`check_causal_decoder(MyModel(config))`.")
+    was_training = isinstance(model, nn.Module) and model.training
+    result = _judge("check_causal_decoder", model.eval() if isinstance(model, nn.Module) else model)
+    if was_training:
+        model.train()
     return result
+
+
+def check_table3_row(my_row: Callable, results=None) -> CheckResult:
+    """Notebook 10: ``my_row() -> (row, prediction)``, a Table 3 row of the learner's own and a prediction of its
+    dev perplexity next to the base row's ("lower", "same", "higher" or a number). It has no reference to compare
+    with: it trains the row for one seed (about 10 s of CPU time) and reports the outcome next to the prediction
+    (:func:`transformer_lib.experiments.judge_own_row`). ``results``: the committed runs (default: the
+    repository's ``results/table3.csv``)."""
+    from .experiments import COMMITTED_CSV, judge_own_row, read_results  # on use: experiments needs train.py
+
+    name = "check_table3_row"
+    try:
+        answer = my_row()
+    except NotImplementedError:
+        return CheckResult(name, False, f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
+                           "with your row and prediction and run this cell again.")
+    except Exception as exc:  # any error in student code becomes a message
+        return CheckResult(name, False, f"❌ {name}: your my_table3_row() raised {type(exc).__name__}: {exc}. "
+                           "Hint: run it by hand and read the error's last line.")
+    try:
+        message = judge_own_row(answer, read_results(COMMITTED_CSV) if results is None else results)
+    except (TypeError, ValueError) as exc:
+        return CheckResult(name, False, f"❌ {name}: {exc}.")
+    except Exception as exc:  # the row itself failed to build or train (out of memory, say): a message, not a crash
+        return CheckResult(name, False, f"❌ {name}: your row could not be trained ({type(exc).__name__}: "
+                           f"{str(exc).strip()[:200]}). Hint: keep the row close to the base model's sizes.")
+    return CheckResult(name, True, f"✅ {name}: {message}")

@@ -6,16 +6,19 @@ from a checkpoint at step ``s`` sees exactly the batches the uninterrupted run w
 """
 
 import datetime
+import itertools
 import random
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from ._arguments import is_int
 from .masks import causal_mask, padding_mask
 
-__all__ = ["Vocab", "Batch", "make_batch", "Seq2SeqTask", "CopyTask", "DateTask", "DATE_FORMATS"]
+__all__ = ["Vocab", "Batch", "make_batch", "Seq2SeqTask", "CopyTask", "DateTask", "DATE_FORMATS", "StringProgramTask"]
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 
@@ -26,7 +29,7 @@ class Vocab:
 
     def __init__(self, characters: str, pad_id: int = 0):
         others = [BOS, EOS, UNK] + sorted(set(characters) - {PAD, BOS, EOS, UNK})
-        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id <= len(others):
+        if not is_int(pad_id) or not 0 <= pad_id <= len(others):
             raise ValueError(f"pad_id must be a whole number in [0, {len(others)}] for this vocabulary, got {pad_id!r}")
         self.itos = others[:pad_id] + [PAD] + others[pad_id:]
         self.stoi = {s: i for i, s in enumerate(self.itos)}
@@ -53,7 +56,7 @@ class Vocab:
             ids = ids.tolist()
         out = []
         for i in ids:
-            if not isinstance(i, int):
+            if not is_int(i):  # NumPy integers are ids too
                 raise TypeError(f"Vocab.decode takes a sequence of int ids, got an element {i!r}")
             if i == self.eos_id:
                 break
@@ -96,6 +99,9 @@ def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
     """(source text, target text) pairs -> a :class:`Batch`, padded to the longest of each side."""
     if not pairs:
         raise ValueError("make_batch needs at least one (source, target) pair")
+    for pair in pairs:  # a bare string of two letters would otherwise unpack as a (source, target) pair
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
+            raise TypeError(f"make_batch takes (source text, target text) pairs, got an element {pair!r}")
     src = _pad([vocab.encode(s) for s, _ in pairs], vocab.pad_id)  # (B, S)
     tgt = _pad([vocab.encode(t, bos=True, eos=True) for _, t in pairs], vocab.pad_id)  # (B, T + 1)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T) each
@@ -131,7 +137,7 @@ class Seq2SeqTask(ABC):
 
 
 def _check_split_size(name: str, value: int, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
@@ -286,3 +292,104 @@ class DateTask(Seq2SeqTask):
     def sample_pair(self, rng: random.Random) -> tuple[str, str]:
         day = rng.choice(self.train_dates)
         return rng.choice(self.formats)(day), day.isoformat()
+
+
+class StringProgramTask(Seq2SeqTask):
+    """Run a short program of string operations on a string: ``"rn:cabd"`` -> reverse, then next letter ->
+    ``"ecbd"``. Harder than dates (every output character depends on the whole program and on other
+    positions), so small models differ in how far a fixed budget of steps takes them (notebook 10).
+
+    Operations (applied left to right): ``r`` reverse, ``s`` sort, ``l`` rotate left by one, ``n`` each letter
+    to the next one (cyclic in ``alphabet``), ``p`` swap neighbouring pairs. Programs have 1 to
+    ``max_ops`` operations; strings have ``min_len`` to ``max_len`` letters.
+
+    Three splits are held out by construction: each string belongs to one split by its CRC-32 (remainder 0 of
+    10: validation, 1: test, 2: generalisation), and training redraws any string with those remainders.
+
+    - ``valid_pairs`` (the dev set that notebook 10 scores) and ``test_pairs``: unseen strings under programs
+      that training also runs;
+    - ``generalisation_pairs``: unseen strings under ``num_gen_programs`` programs of ``max_ops`` operations
+      that training never runs: new *compositions* of the operations it has seen.
+    """
+
+    OPERATIONS = "rslnp"
+    _SPLITS = {"valid": 0, "test": 1, "generalisation": 2}
+
+    def __init__(
+        self,
+        num_test: int = 500,
+        num_valid: int = 500,
+        num_gen: int = 500,
+        min_len: int = 4,
+        max_len: int = 8,
+        max_ops: int = 3,
+        num_gen_programs: int = 12,
+        alphabet: str = "abcdefgh",
+        seed: int = 0,
+        pad_id: int = 0,
+    ):
+        if not 1 <= min_len <= max_len:
+            raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
+        if not is_int(max_ops) or max_ops < 1:
+            raise ValueError(f"max_ops must be a whole number >= 1, got {max_ops!r}")
+        if not alphabet or len(set(alphabet)) != len(alphabet) or not (alphabet.isalpha() and alphabet.islower()):
+            raise ValueError(f"alphabet must be distinct lower-case letters, got {alphabet!r}")
+        _check_split_size("num_test", num_test, 1)
+        _check_split_size("num_valid", num_valid, 0)
+        _check_split_size("num_gen", num_gen, 0)
+        longest = ["".join(p) for p in itertools.product(self.OPERATIONS, repeat=max_ops)]
+        if not 0 <= num_gen_programs < len(longest):
+            raise ValueError(f"num_gen_programs must be between 0 and {len(longest) - 1}, got {num_gen_programs}")
+        self.min_len, self.max_len, self.alphabet, self.seed = min_len, max_len, alphabet, seed
+        random.Random(f"{seed}/programs").shuffle(longest)
+        self.gen_programs = sorted(longest[:num_gen_programs])
+        held_out = set(self.gen_programs)
+        self.train_programs = [
+            "".join(p)
+            for n in range(1, max_ops + 1)
+            for p in itertools.product(self.OPERATIONS, repeat=n)
+            if "".join(p) not in held_out
+        ]
+        self.vocab = Vocab(self.OPERATIONS + alphabet + ":", pad_id=pad_id)
+        self.valid_pairs = self._held_out("valid", self.train_programs, num_valid)
+        self.test_pairs = self._held_out("test", self.train_programs, num_test)
+        self.generalisation_pairs = self._held_out("generalisation", self.gen_programs, num_gen if held_out else 0)
+
+    @classmethod
+    def split_of(cls, text: str) -> str:
+        """Which split a string belongs to: ``"valid"``, ``"test"``, ``"generalisation"`` or ``"train"``."""
+        remainder = zlib.crc32(text.encode()) % 10
+        return next((name for name, r in cls._SPLITS.items() if r == remainder), "train")
+
+    def run(self, program: str, text: str) -> str:
+        """The program's output: each operation applied in turn, left to right."""
+        for op in program:
+            if op == "r":
+                text = text[::-1]
+            elif op == "s":
+                text = "".join(sorted(text))
+            elif op == "l":
+                text = text[1:] + text[:1]
+            elif op == "n":
+                text = "".join(self.alphabet[(self.alphabet.index(ch) + 1) % len(self.alphabet)] for ch in text)
+            elif op == "p":
+                text = "".join(text[i : i + 2][::-1] for i in range(0, len(text), 2))
+            else:
+                raise ValueError(f"unknown operation {op!r}; expected one of {self.OPERATIONS!r}")
+        return text
+
+    def _string(self, rng: random.Random, split: str) -> str:
+        while True:
+            text = "".join(rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len)))
+            if self.split_of(text) == split:
+                return text
+
+    def _pair(self, program: str, text: str) -> tuple[str, str]:
+        return f"{program}:{text}", self.run(program, text)
+
+    def _held_out(self, split: str, programs: list[str], count: int) -> list[tuple[str, str]]:
+        rng = random.Random(f"{self.seed}/{split}")
+        return [self._pair(rng.choice(programs), self._string(rng, split)) for _ in range(count)]
+
+    def sample_pair(self, rng: random.Random) -> tuple[str, str]:
+        return self._pair(rng.choice(self.train_programs), self._string(rng, "train"))

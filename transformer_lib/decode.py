@@ -13,11 +13,13 @@ masks padding in the prefix) read the same tokens.
 """
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from ._arguments import check_positive_ints, is_int
 from .data import Vocab, make_batch
 from .model import Transformer
 
@@ -75,6 +77,7 @@ def _generate(
     use_cache: bool,
 ) -> torch.Tensor:
     """Shared loop of greedy and sampled decoding: ``choose(log_probs (B, V)) -> (B,)`` picks each token."""
+    check_positive_ints(max_len=max_len)
     model.eval()
     stepper = _Stepper(model, src, use_cache)
     tokens = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
@@ -97,7 +100,7 @@ def greedy_decode(
 
 
 def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+    if top_k is not None and (not is_int(top_k) or top_k < 1):
         raise ValueError(f"top_k must be a whole number >= 1 (or None for no cut), got {top_k!r}")
     if top_p is not None and not (isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0):
         raise ValueError(f"top_p must be in (0, 1] (or None for no cut), got {top_p!r}")
@@ -127,7 +130,7 @@ def filter_top_k_top_p(logits: torch.Tensor, top_k: int | None = None, top_p: fl
 
 
 def _check_temperature(temperature: float) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):  # NumPy's float32 is a number
         raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
     if not math.isfinite(temperature) or temperature < 0:
         raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {temperature}")
@@ -248,8 +251,9 @@ def beam_search(
     ``score``), best first, so the sequence log-probability can be compared with greedy decoding's
     (:func:`sequence_log_prob`).
     """
+    check_positive_ints(max_len=max_len)
     vocab_size = model.config.tgt_vocab_size
-    if isinstance(beam_width, bool) or not isinstance(beam_width, int) or beam_width < 1:
+    if not is_int(beam_width) or beam_width < 1:
         raise ValueError(f"beam_width must be a whole number >= 1, got {beam_width!r}")
     if beam_width >= vocab_size:
         raise ValueError(
@@ -294,6 +298,7 @@ def exact_match(
     """Fraction of ``(source, target)`` pairs whose greedy decoding is exactly the target string."""
     if not pairs:
         raise ValueError("exact_match needs at least one (source, target) pair")
+    check_positive_ints(batch_size=batch_size)
     max_len = max_len if max_len is not None else max(len(t) for _, t in pairs) + 1
     device = next(model.parameters()).device
     correct = 0

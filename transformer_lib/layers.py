@@ -124,8 +124,9 @@ def sinusoidal_encoding(d_model: int, max_len: int) -> torch.Tensor:
     """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] = cos(...)``.
 
     Each pair of features ``(2i, 2i+1)`` turns at its own frequency ``w_i = 10000^(-2i/d_model)``, from one
-    turn every 2*pi positions down to one every 10000*2*pi; so ``PE[pos + k]`` is ``PE[pos]`` rotated by
-    ``k * w_i`` in each pair, a fixed linear map that attention can learn to use for relative positions.
+    turn every 2*pi positions down to one every 2*pi * 10000^((d_model-2)/d_model) for the slowest pair (even
+    d_model), just under the paper's bound 10000*2*pi; so ``PE[pos + k]`` is ``PE[pos]`` rotated by ``k * w_i``
+    in each pair, a fixed linear map that, the paper hypothesised, attention can learn to use for relative positions.
     The arguments come in the order of :class:`PositionalEncoding`: width first, then length.
     """
     check_positive_ints(d_model=d_model, max_len=max_len)

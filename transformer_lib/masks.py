@@ -16,6 +16,8 @@ are ``(B, T_q, T_k)`` and the mask is 3-D, e.g. ``padding_mask(tokens, pad_id)[:
 
 import torch
 
+from ._arguments import is_int
+
 __all__ = ["padding_mask", "causal_mask", "check_mask"]
 
 
@@ -27,7 +29,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
         raise ValueError(f"tokens must be (B, T) token ids, got shape {tuple(tokens.shape)}")
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise TypeError(f"tokens must be integer ids, got dtype {tokens.dtype}")
-    if not isinstance(pad_id, int) or isinstance(pad_id, bool):
+    if not is_int(pad_id):
         raise TypeError(f"pad_id must be an int, got {pad_id!r} of type {type(pad_id).__name__}")
     return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, T)
 
@@ -40,7 +42,7 @@ def causal_mask(size_q: int, size_k: int | None = None, device: torch.device | s
     """
     size_k = size_q if size_k is None else size_k
     for name, size in (("size_q", size_q), ("size_k", size_k)):
-        if not isinstance(size, int) or isinstance(size, bool):
+        if not is_int(size):
             raise TypeError(f"causal_mask needs int sizes, got {name}={size!r} of type {type(size).__name__}")
     if size_q < 1 or size_k < size_q:
         raise ValueError(f"causal_mask needs 1 <= T_q <= T_k, got T_q={size_q}, T_k={size_k}")

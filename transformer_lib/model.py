@@ -1,12 +1,13 @@
 """The full encoder-decoder Transformer, its configuration and presets, and parameter counts."""
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ._arguments import check_positive_ints, check_probability
+from ._arguments import check_positive_ints, check_probability, is_int
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
 from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
@@ -57,7 +58,17 @@ class TransformerConfig:
         check_probability(
             dropout=self.dropout, attention_dropout=self.attention_dropout, label_smoothing=self.label_smoothing
         )
-        if not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool):
+        for field in dataclasses.fields(self):  # NumPy scalars (from a grid, a CSV) become Python numbers
+            value = getattr(self, field.name)
+            if is_int(value) and not isinstance(value, int):
+                object.__setattr__(self, field.name, int(value))
+            elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
+                object.__setattr__(self, field.name, float(value))
+        for name in ("norm_first", "share_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                value = getattr(self, name)
+                raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+        if not is_int(self.pad_id):
             raise TypeError(f"pad_id must be an int, got {self.pad_id!r} of type {type(self.pad_id).__name__}")
         smallest_vocab = min(self.src_vocab_size, self.tgt_vocab_size)
         if not 0 <= self.pad_id < smallest_vocab:
@@ -210,10 +221,10 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
 
     ``count_parameters(Transformer(TransformerConfig.paper_base()))`` with a shared 37000-token vocabulary
     gives 63,082,496: embeddings 18,944,000 (37000 x 512, shared by source, target and output projection),
-    encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The paper's Table 3 says 65M.
-    Layers, widths, biases and LayerNorms are as the paper describes, so the gap of about 2M is most likely
-    the vocabulary, which the paper gives only as "about 37000 tokens" (its tensor2tensor code sized the
-    subword vocabulary itself): 2M parameters are about 4,000 more rows of 512.
+    encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The paper's Table 3 says 65M
+    (and 213M for ``paper_big``, where this gives 214.2M). No single vocabulary size fits both counts, and the
+    paper's attention has no biases (36,864 parameters in base here), so its counts cannot be reproduced
+    exactly from its text; notebook 05 shows the arithmetic.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")

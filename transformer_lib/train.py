@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from ._arguments import check_positive_ints, is_int
 from .data import Batch, Seq2SeqTask
 from .model import Transformer, TransformerConfig
 from .runtime import seed_everything
@@ -88,6 +89,7 @@ def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) ->
     It rises linearly for ``warmup`` steps, peaks at ``step == warmup`` and then decays as ``1/sqrt(step)``.
     Steps count from 1.
     """
+    check_positive_ints(d_model=d_model, warmup=warmup)  # 0 ** -0.5 would be a bare ZeroDivisionError
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -360,8 +362,9 @@ class TrainingRecipe:
     def __post_init__(self):
         for name in ("steps", "batch_size", "warmup"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+            object.__setattr__(self, name, int(value))  # a NumPy integer from a grid is stored as Python's
         if not self.warmup < self.steps:
             raise ValueError(f"warmup must be below steps, got warmup={self.warmup}, steps={self.steps}")
         if not (math.isfinite(self.lr) and self.lr > 0):

@@ -28,12 +28,13 @@ from .conftest import OUT, ROOT
 pytestmark = pytest.mark.browser
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# 07 loads the model that 06 trains and saves (or trains it again, which costs minutes): run them in one worker, in
-# this order. The others are spread over the workers.
+# 07 loads the model that 06 trains and saves (or trains it again, which costs minutes): one test runs them one after
+# the other on the same server. Every other notebook is a test of its own, spread over the workers.
 TRAINED_MODEL = ("06_", "07_")
 RUN_ALL_TIMEOUT_MS = 900_000
 REDRAW_TIMEOUT_MS = 30_000
 CONTROLS = ".widget-slider, .widget-dropdown, .widget-checkbox, .widget-text"
+NOT_FOUND = re.compile(r"status of 404|404 \(Not Found\)")  # Chromium's words; a kernel id may contain "404"
 BAD_SOURCES = {"": "empty", "@@@": "knows no"}  # what a student types -> words the message must contain
 
 HOOK_KERNEL = """() => {
@@ -76,12 +77,10 @@ def notebook_id(name: str) -> str:
     return name.removesuffix(".ipynb")
 
 
-def params() -> list:
-    return [
-        pytest.param(name, marks=[pytest.mark.xdist_group("trained-model")] if name.startswith(TRAINED_MODEL) else [],
-                     id=notebook_id(name))
-        for name in NOTEBOOKS
-    ]
+def groups() -> list:
+    together = tuple(name for name in NOTEBOOKS if name.startswith(TRAINED_MODEL))
+    alone = [(name,) for name in NOTEBOOKS if name not in together]
+    return [pytest.param(group, id="+".join(map(notebook_id, group))) for group in [together, *alone] if group]
 
 
 @pytest.fixture
@@ -90,7 +89,7 @@ def page(lab, browser):
     page = context.new_page()
     page.not_found = []
     page.on("response", lambda r: page.not_found.append(r.url) if r.status == 404 else None)
-    page.on("console", lambda m: page.not_found.append(m.text) if "404" in m.text else None)
+    page.on("console", lambda m: page.not_found.append(m.text) if NOT_FOUND.search(m.text) else None)
     yield page
     context.close()
 
@@ -136,8 +135,13 @@ def kind_of(classes: str) -> str:
     raise AssertionError(classes)
 
 
-@pytest.mark.parametrize("notebook", params())
-def test_notebook_runs_and_every_control_redraws(lab, page, notebook):
+@pytest.mark.parametrize("group", groups())
+def test_notebook_runs_and_every_control_redraws(lab, page, group):
+    for notebook in group:
+        check_notebook(lab, page, notebook)
+
+
+def check_notebook(lab, page, notebook: str) -> None:
     base, token, log_path = lab
     page.goto(f"{base}/lab/tree/notebooks/{notebook}?reset&token={token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=90_000)
@@ -179,7 +183,8 @@ def test_notebook_runs_and_every_control_redraws(lab, page, notebook):
             action = move(page, control, kind)
             redrew = wait_for_change(page, cell_node, before)
             record["controls_redrew"] += redrew
-            label = control.inner_text().split("\n")[0] or kind
+            lines = control.inner_text().replace("\u200b", "").splitlines()  # an empty label holds a zero-width space
+            label = next((t.strip() for t in lines if t.strip()), control.get_attribute("title") or kind)
             record["moves"].append({"cell": c, "control": label, "action": action, "redrew": redrew})
             if not redrew:
                 not_redrawn.append(f"{label} ({action})")
@@ -188,8 +193,8 @@ def test_notebook_runs_and_every_control_redraws(lab, page, notebook):
     shown = [t for t in tracebacks_shown(page) if t not in tracebacks_before]
 
     OUT.mkdir(parents=True, exist_ok=True)
-    first = cells.first if cells.count() else page.locator(".jp-Cell").first
-    first.scroll_into_view_if_needed()
+    shown_cell = cells.last if cells.count() else page.locator(".jp-Cell").first  # the last widget, or the title
+    shown_cell.scroll_into_view_if_needed()
     page.screenshot(path=str(OUT / f"{notebook_id(notebook)}.png"))
     (OUT / f"{notebook_id(notebook)}.json").write_text(json.dumps(record, indent=1))
 

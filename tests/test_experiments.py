@@ -1,0 +1,262 @@
+"""The Table 3 runner: a 2-run micro grid writes its CSV, resumes after an interruption, and the task it trains
+on keeps its held-out splits out of training by construction."""
+
+import csv
+import dataclasses
+import itertools
+import re
+
+import pytest
+import torch
+
+from transformer_lib import experiments as ex
+from transformer_lib.data import StringProgramTask
+from transformer_lib.model import TransformerConfig, count_parameters
+
+MICRO = ex.Grid(
+    "micro",
+    base=dict(d_model=16, num_heads=2, d_ff=32, num_layers=1, dropout=0.0, label_smoothing=0.0),
+    rows=(ex.Row("base", "base"), ex.Row("A h=1", "A", {"num_heads": 1})),
+    seeds=(0,),
+    steps=6,
+    batch_size=8,
+    warmup=2,
+)
+
+
+def _csv_rows(path):
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_micro_grid_writes_one_row_per_run_and_skips_finished_runs(tmp_path):
+    path = tmp_path / "results" / "table3.csv"
+    logged = []
+    new = ex.run_grid(MICRO, path, progress=False, log=logged.append)
+    assert [(r["config"], r["seed"]) for r in new] == [("base", 0), ("A h=1", 0)]
+    rows = _csv_rows(path)
+    assert list(rows[0]) == ex.COLUMNS
+    assert [(r["grid"], r["config"], r["seed"]) for r in rows] == [("micro", "base", "0"), ("micro", "A h=1", "0")]
+    for r in ex.read_results(path):
+        assert r["steps"] == 6 and r["device"] == "cpu" and r["parameters"] > 0 and r["wall_s"] >= 0
+        assert r["dev_ppl"] == pytest.approx(torch.tensor(r["dev_loss"]).exp().item(), rel=1e-3)
+        assert 1.0 <= r["dev_ppl"] <= len(StringProgramTask().vocab) * 3  # an untrained model is near uniform
+        assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["gen_exact_match"] <= 1.0
+    assert {r["h"] for r in ex.read_results(path)} == {2, 1}
+
+    again = ex.run_grid(MICRO, path, progress=False, log=logged.append)
+    assert again == [] and len(_csv_rows(path)) == 2
+    assert "2 run(s) already in" in logged[-1]
+
+
+def test_interrupted_grid_resumes_with_the_missing_run_only(tmp_path, monkeypatch):
+    path = tmp_path / "table3.csv"
+    real_run_one, calls = ex.run_one, []
+
+    def interrupted_after_one(*args, **kwargs):
+        calls.append(args[1].name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C during the second run
+        return real_run_one(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "run_one", interrupted_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        ex.run_grid(MICRO, path, progress=False, log=lambda _: None)
+    assert [r["config"] for r in _csv_rows(path)] == ["base"]  # the finished run was saved
+
+    monkeypatch.setattr(ex, "run_one", real_run_one)
+    resumed = ex.run_grid(MICRO, path, progress=False, log=lambda _: None)
+    assert [r["config"] for r in resumed] == ["A h=1"]
+    assert [r["config"] for r in _csv_rows(path)] == ["base", "A h=1"]
+
+
+def test_same_seed_gives_the_same_result():
+    task = StringProgramTask(num_test=1, num_valid=50, num_gen=50)
+    first = ex.run_one(MICRO, MICRO.rows[0], 0, task)
+    second = ex.run_one(MICRO, MICRO.rows[0], 0, task)
+    assert first["dev_loss"] == second["dev_loss"]
+
+
+def test_read_results_rejects_a_foreign_csv(tmp_path):
+    path = tmp_path / "other.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="expected"):
+        ex.read_results(path)
+    assert ex.read_results(tmp_path / "missing.csv") == []
+
+
+def test_summary_and_spread_vs_noise():
+    results = [
+        {"grid": "g", "config": name, "group": "x", "seed": s, "dev_ppl": v, "parameters": 1, "wall_s": 1.0,
+         "exact_match": 0.5}
+        for name, values in {"good": [1.0, 1.2, 1.1], "bad": [2.0, 2.2, 2.1]}.items()
+        for s, v in enumerate(values)
+    ]
+    summary = ex.summarise(results, grid="g")
+    assert [s["config"] for s in summary] == ["good", "bad"]
+    assert summary[0]["mean"] == pytest.approx(1.1) and summary[0]["std"] == pytest.approx(0.1)
+    sv = ex.spread_vs_noise(summary)
+    assert (sv["best"], sv["worst"]) == ("good", "bad")
+    assert sv["spread"] == pytest.approx(1.0) and sv["ratio"] == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="at least two"):
+        ex.spread_vs_noise(summary[:1])
+
+
+def test_rows_reject_unknown_changes():
+    with pytest.raises(ValueError, match="unknown change"):
+        ex.Row("x", "A", {"heads": 2})
+    with pytest.raises(ValueError, match="commas"):
+        ex.Row("a,b", "A")
+    with pytest.raises(ValueError, match="no row"):
+        ex.GRIDS["cpu"].row("nonsense")
+
+
+def test_grids_cover_every_group_with_three_seeds():
+    for grid in ex.GRIDS.values():
+        assert {row.group for row in grid.rows} == {"base", "A", "B", "C", "D", "E"}
+        assert len(grid.seeds) >= 3
+        assert len({row.name for row in grid.rows}) == len(grid.rows)
+    assert len(ex.GRIDS["cuda"].rows) > len(ex.GRIDS["cpu"].rows)
+
+
+def test_build_model_with_a_smaller_d_k_shrinks_queries_and_keys_only():
+    config = TransformerConfig(20, 20, d_model=32, num_heads=4, d_ff=64, num_layers=1, dropout=0.0)
+    base, small = ex.build_model(config), ex.build_model(config, d_k=2)
+    attn = small.decoder.layers[0].cross_attn
+    assert (attn.d_k, attn.d_v) == (2, 8)
+    assert attn.w_q.weight.shape == (8, 32) and attn.w_v.weight.shape == (32, 32)
+    # Three attention layers (encoder self, decoder self, decoder cross), each losing 2 x (32 x 24 + 24).
+    assert count_parameters(base)["total"] - count_parameters(small)["total"] == 3 * 2 * (32 * 24 + 24)
+    src, tgt = torch.randint(4, 20, (2, 5)), torch.randint(4, 20, (2, 3))
+    assert small(src, tgt).shape == (2, 3, 20)
+    with pytest.raises(ValueError, match="d_k"):
+        ex.build_model(config, d_k=0)
+
+
+def test_learned_positions_row_runs_or_is_reported(tmp_path):
+    grid = dataclasses.replace(MICRO, rows=(ex.Row("E learned positions", "E", {"positional": "learned"}),))
+    logged = []
+    results = ex.run_grid(grid, tmp_path / "table3.csv", progress=False, log=logged.append)
+    if "positional" in {f.name for f in dataclasses.fields(TransformerConfig)}:
+        assert [r["positional"] for r in results] == ["learned"]
+    else:  # the library has no learned positions yet: the row is named and skipped, nothing is written
+        assert results == [] and "learned" in logged[0] and not (tmp_path / "table3.csv").exists()
+
+
+def test_paper_table3_transcription():
+    paper = ex.PAPER_TABLE3
+    assert paper["base"]["PPL_dev"] == 4.92 and paper["base"]["params_M"] == 65
+    assert (paper["A h=1"]["d_k"], paper["A h=1"]["PPL_dev"]) == (512, 5.29)
+    assert (paper["B d_k=16"]["d_v"], paper["B d_k=16"]["PPL_dev"]) == (64, 5.16)
+    assert paper["C N=2"]["PPL_dev"] == 6.11 and paper["D eps_ls=0.0"]["PPL_dev"] == 4.67
+    assert paper["big"]["train_steps"] == "300K"
+
+
+def test_string_program_task_holds_out_its_splits_by_construction():
+    task = StringProgramTask()
+    assert task.run("rn", "cabd") == "ecbd"
+    assert task.run("s", "dcba") == "abcd" and task.run("l", "abc") == "bca" and task.run("p", "abcde") == "badce"
+    assert task.run("n", "h") == "a"  # cyclic
+    with pytest.raises(ValueError, match="unknown operation"):
+        task.run("x", "abc")
+    for step in range(30):
+        for src, tgt in task.train_pairs(step, 32):
+            program, text = src.split(":")
+            assert task.split_of(text) == "train" and program not in task.gen_programs
+            assert task.run(program, text) == tgt
+    for split, pairs, programs in [
+        ("valid", task.valid_pairs, task.train_programs),
+        ("test", task.test_pairs, task.train_programs),
+        ("generalisation", task.generalisation_pairs, task.gen_programs),
+    ]:
+        assert len(pairs) == 500
+        for src, _ in pairs:
+            program, text = src.split(":")
+            assert task.split_of(text) == split and program in programs
+    all_longest = {"".join(p) for p in itertools.product(task.OPERATIONS, repeat=3)}
+    assert set(task.gen_programs) < all_longest and not set(task.gen_programs) & set(task.train_programs)
+    with pytest.raises(ValueError, match="alphabet"):
+        StringProgramTask(alphabet="aab")
+    with pytest.raises(ValueError, match="min_len"):
+        StringProgramTask(min_len=5, max_len=2)
+
+
+def test_main_rejects_an_unavailable_device(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("cuda is available here")
+    with pytest.raises(SystemExit):
+        ex.main(["--device", "cuda"])
+    assert "not available" in capsys.readouterr().err
+
+
+def _micro_results():
+    return [
+        {"grid": "micro", "config": "base", "group": "base", "seed": s, "dev_ppl": v, "parameters": 1, "wall_s": 1.0,
+         "exact_match": 0.0}
+        for s, v in enumerate([9.0, 9.5, 10.0])
+    ]
+
+
+def test_judge_own_row_trains_the_row_and_reports_the_prediction():
+    task = StringProgramTask(num_test=1, num_valid=20, num_gen=20)
+    row = ex.Row("mine", "C", {"d_ff": 64})
+    message = ex.judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
+    assert "'mine'" in message and "dev perplexity" in message and "9.500 ± 0.500" in message
+    message = ex.judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
+    assert "you predicted 5.00" in message
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (ex.Row("x", "C", {"d_ff": 64}), "pair (row, prediction)"),
+        (("d_ff=64", "lower"), "Row or a dict"),
+        ((ex.Row("x", "C", {"d_ff": 64}), "better"), "'lower', 'same' or 'higher'"),
+        ((ex.Row("x", "C", {"d_ff": 64}), 0.5), "a number >= 1"),
+        ((ex.Row("x", "C", {"d_ff": 32}), "same"), "changes nothing"),
+        ((ex.Row("x", "A", {"num_heads": 1}), "same"), "already has this row"),
+        ((ex.Row("x", "A", {"num_heads": 3}), "same"), "not a valid model"),
+        ((ex.Row("x", "C", {"num_layers": 40}), "lower"), "within 4x"),
+    ],
+)
+def test_judge_own_row_names_what_is_wrong(answer, words):
+    with pytest.raises((TypeError, ValueError), match=re.escape(words)):
+        ex.judge_own_row(answer, _micro_results(), grid=MICRO)
+
+
+def test_judge_own_row_needs_committed_base_runs():
+    with pytest.raises(ValueError, match="fewer than two seeds"):
+        ex.judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
+
+
+def test_check_table3_row_never_raises():
+    import transformer_lib as tl
+
+    def stub():
+        raise NotImplementedError
+
+    def broken():
+        raise KeyError("oops")
+
+    assert "not implemented yet" in tl.checks.check_table3_row(stub, _micro_results()).message
+    for code in (broken, lambda: None, lambda: (ex.Row("x", "C", {"d_ff": 256}), "same"), 42):
+        result = tl.checks.check_table3_row(code, _micro_results())
+        assert not result and result.message.startswith("❌"), result.message
+
+
+def test_every_row_of_both_grids_is_a_valid_model_config():
+    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
+    for grid in ex.GRIDS.values():
+        for row in grid.rows:
+            config, d_k = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
+            assert config.d_model % config.num_heads == 0 and (d_k is None or d_k >= 1), row.name
+
+
+def test_paper_counterpart_makes_the_same_change():
+    cpu = {row.name: ex.paper_counterpart(row) for row in ex.GRIDS["cpu"].rows}
+    assert cpu["base"] == "base" and cpu["A h=1"] == "A h=1" and cpu["A h=16"] == "A h=32"  # 4x the base's h
+    assert cpu["B d_k=4"] == "B d_k=16" and cpu["C d_model=32"] == "C d_model=256"  # a quarter, a half
+    assert cpu["C N=1"] in ("C N=2", "C N=4") and cpu["C N=4"] == "C N=8"  # fewer layers, more layers
+    assert cpu["D P_drop=0.0"] == "D P_drop=0.0" and cpu["E learned positions"] == "E learned positions"
+    assert all(name in ex.PAPER_TABLE3 for name in cpu.values())
+    assert ex.paper_counterpart(ex.Row("two", "C", {"d_ff": 64, "num_layers": 1})) is None

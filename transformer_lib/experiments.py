@@ -1,0 +1,538 @@
+"""``python -m transformer_lib.experiments``: the paper's Table 3 (variations of the base model) at laptop scale.
+
+Every row of the grid changes one thing of a small base model, in the spirit of the paper's groups: (A) the
+number of heads at constant compute, (B) a smaller key width ``d_k``, (C) depth, width and ``d_ff``, (D) dropout
+and label smoothing, (E) learned positional embeddings instead of sinusoids. Each row trains for several seeds
+on the same data (:class:`~transformer_lib.data.StringProgramTask`) for the same number of steps, with the
+library's :class:`~transformer_lib.train.Trainer`, and is scored on the task's held-out validation split (the
+dev set; its test split is never read here) by per-token perplexity, as the paper's Table 3 does, and by exact
+match of greedy decoding.
+
+Each finished run is appended to a CSV file at once (``results/table3.csv``), and runs already in the file are
+skipped, so an interrupted grid (Ctrl-C) resumes where it stopped. ``--device cuda`` runs a bigger grid
+(wider model, more steps), recorded in the ``grid`` column; the two grids are never mixed in one summary.
+"""
+
+import argparse
+import csv
+import dataclasses
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .attention import MultiHeadAttention
+from .data import StringProgramTask, make_batch
+from .decode import exact_match
+from .model import Transformer, TransformerConfig, count_parameters
+from .runtime import pick_device, seed_everything
+from .train import LabelSmoothingLoss, Trainer, adam_with_warmup
+
+__all__ = [
+    "Row",
+    "Grid",
+    "GRIDS",
+    "PAPER_TABLE3",
+    "paper_counterpart",
+    "COLUMNS",
+    "COMMITTED_CSV",
+    "build_model",
+    "evaluate",
+    "run_one",
+    "run_grid",
+    "read_results",
+    "summarise",
+    "spread_vs_noise",
+    "judge_own_row",
+    "main",
+]
+
+DEFAULT_CSV = Path("results/table3.csv")  # where the command line writes, from the repository's root
+COMMITTED_CSV = Path(__file__).resolve().parent.parent / DEFAULT_CSV  # the committed results of a source checkout
+
+# The CSV's columns, in order. ``d_k`` is the per-head key width; ``wall_s`` is training plus evaluation, and
+# ``cpu_s`` the CPU time the process spent on it (on a shared machine wall time grows with the others' load).
+COLUMNS = [
+    "grid", "group", "config", "seed", "N", "d_model", "d_ff", "h", "d_k", "P_drop", "eps_ls", "positional",
+    "parameters", "steps", "batch_size", "wall_s", "cpu_s", "device", "threads",
+    "dev_loss", "dev_ppl", "exact_match", "gen_exact_match",
+]
+
+# Changes a row may make to the base model. ``d_k`` is not a field of TransformerConfig: build_model sets it.
+_ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "label_smoothing", "positional"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration: a name for the table, its Table 3 group, and what it changes in the base model.
+
+    ``changes`` keys: ``num_layers`` (N), ``d_model``, ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width;
+    values keep ``d_v = d_model // h``), ``dropout`` (P_drop), ``label_smoothing`` (eps_ls), ``positional``
+    (``"learned"`` or ``"sinusoidal"``).
+    """
+
+    name: str
+    group: str
+    changes: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name or "," in self.name:
+            raise ValueError(f"a row's name must be a non-empty string without commas, got {self.name!r}")
+        if not isinstance(self.changes, dict):
+            raise TypeError(f"a row's changes must be a dict, got {type(self.changes).__name__}")
+        unknown = set(self.changes) - _ROW_KEYS
+        if unknown:
+            raise ValueError(f"row {self.name!r}: unknown change(s) {sorted(unknown)}; allowed: {sorted(_ROW_KEYS)}")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A base model, the rows that vary it, the seeds, and the training budget every run gets."""
+
+    name: str
+    base: dict
+    rows: tuple[Row, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    steps: int = 1000
+    batch_size: int = 64
+    lr: float = 3e-3
+    warmup: int = 100
+
+    def row(self, name: str) -> Row:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise ValueError(f"grid {self.name!r} has no row {name!r}; rows: {[r.name for r in self.rows]}")
+
+
+def _rows(d_model: int, h: int, d_ff: int, num_layers: int, full: bool) -> tuple[Row, ...]:
+    """The Table 3 groups around a base of width ``d_model``, ``h`` heads, ``d_ff`` and ``num_layers``.
+
+    ``full=False`` keeps one or two rows per group (the CPU grid: 13 rows), ``full=True`` all 17.
+    """
+    d_k = d_model // h
+    rows = [
+        (True, Row("base", "base")),
+        # (A) heads at constant compute: d_k = d_v = d_model / h, so the attention's cost stays the same.
+        (True, Row("A h=1", "A", {"num_heads": 1})),
+        (False, Row(f"A h={2 * h}", "A", {"num_heads": 2 * h})),
+        (True, Row(f"A h={4 * h}", "A", {"num_heads": 4 * h})),
+        # (B) a smaller key width, everything else as the base.
+        (True, Row(f"B d_k={d_k // 4}", "B", {"d_k": d_k // 4})),
+        (False, Row(f"B d_k={d_k // 2}", "B", {"d_k": d_k // 2})),
+        # (C) depth, width (d_k = d_model / h follows the width) and d_ff.
+        (True, Row(f"C N={num_layers // 2}", "C", {"num_layers": num_layers // 2})),
+        (True, Row(f"C N={2 * num_layers}", "C", {"num_layers": 2 * num_layers})),
+        (True, Row(f"C d_model={d_model // 2}", "C", {"d_model": d_model // 2})),
+        (True, Row(f"C d_model={2 * d_model}", "C", {"d_model": 2 * d_model})),
+        (False, Row(f"C d_ff={d_ff // 4}", "C", {"d_ff": d_ff // 4})),
+        (True, Row(f"C d_ff={4 * d_ff}", "C", {"d_ff": 4 * d_ff})),
+        # (D) regularisation.
+        (True, Row("D P_drop=0.0", "D", {"dropout": 0.0})),
+        (False, Row("D P_drop=0.2", "D", {"dropout": 0.2})),
+        (True, Row("D eps_ls=0.0", "D", {"label_smoothing": 0.0})),
+        (True, Row("D eps_ls=0.2", "D", {"label_smoothing": 0.2})),
+        # (E) positions.
+        (True, Row("E learned positions", "E", {"positional": "learned"})),
+    ]
+    return tuple(row for in_small, row in rows if full or in_small)
+
+
+# The base keeps the paper's P_drop = eps_ls = 0.1 and post-LN, at a width and depth that trains on a CPU.
+GRIDS: dict[str, Grid] = {
+    "cpu": Grid(
+        "cpu",
+        base=dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.1, label_smoothing=0.1),
+        rows=_rows(64, 4, 256, 2, full=False),
+        steps=200,
+        batch_size=32,
+        warmup=40,
+    ),
+    "cuda": Grid(
+        "cuda",
+        base=dict(d_model=256, num_heads=8, d_ff=1024, num_layers=4, dropout=0.1, label_smoothing=0.1),
+        rows=_rows(256, 8, 1024, 4, full=True),
+        steps=4000,
+        batch_size=128,
+        lr=1e-3,
+        warmup=400,
+    ),
+}
+
+# "Attention Is All You Need" (Vaswani, Shazeer, Parmar, Uszkoreit, Jones, Gomez, Kaiser, Polosukhin, 2017),
+# Table 3: variations on the base model, English-to-German newstest2013 (the dev set). Perplexities are per
+# wordpiece. Blank cells of the paper's table are "as the base model"; None where the paper gives no number.
+# Our row name -> the paper's row, keyed by the paper's column names.
+_PAPER_COLUMNS = ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls", "train_steps", "PPL_dev",
+                  "BLEU_dev", "params_M")
+PAPER_TABLE3: dict[str, dict] = {
+    name: dict(zip(_PAPER_COLUMNS, values, strict=True))
+    for name, values in {
+        "base": (6, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 4.92, 25.8, 65),
+        "A h=1": (6, 512, 2048, 1, 512, 512, 0.1, 0.1, "100K", 5.29, 24.9, None),
+        "A h=4": (6, 512, 2048, 4, 128, 128, 0.1, 0.1, "100K", 5.00, 25.5, None),
+        "A h=16": (6, 512, 2048, 16, 32, 32, 0.1, 0.1, "100K", 4.91, 25.8, None),
+        "A h=32": (6, 512, 2048, 32, 16, 16, 0.1, 0.1, "100K", 5.01, 25.4, None),
+        "B d_k=16": (6, 512, 2048, 8, 16, 64, 0.1, 0.1, "100K", 5.16, 25.1, 58),
+        "B d_k=32": (6, 512, 2048, 8, 32, 64, 0.1, 0.1, "100K", 5.01, 25.4, 60),
+        "C N=2": (2, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 6.11, 23.7, 36),
+        "C N=4": (4, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 5.19, 25.3, 50),
+        "C N=8": (8, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 4.88, 25.5, 80),
+        "C d_model=256": (6, 256, 2048, 8, 32, 32, 0.1, 0.1, "100K", 5.75, 24.5, 28),
+        "C d_model=1024": (6, 1024, 2048, 8, 128, 128, 0.1, 0.1, "100K", 4.66, 26.0, 168),
+        "C d_ff=1024": (6, 512, 1024, 8, 64, 64, 0.1, 0.1, "100K", 5.12, 25.4, 53),
+        "C d_ff=4096": (6, 512, 4096, 8, 64, 64, 0.1, 0.1, "100K", 4.75, 26.2, 90),
+        "D P_drop=0.0": (6, 512, 2048, 8, 64, 64, 0.0, 0.1, "100K", 5.77, 24.6, None),
+        "D P_drop=0.2": (6, 512, 2048, 8, 64, 64, 0.2, 0.1, "100K", 4.95, 25.5, None),
+        "D eps_ls=0.0": (6, 512, 2048, 8, 64, 64, 0.1, 0.0, "100K", 4.67, 25.3, None),
+        "D eps_ls=0.2": (6, 512, 2048, 8, 64, 64, 0.1, 0.2, "100K", 5.47, 25.7, None),
+        "E learned positions": (6, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 4.92, 25.7, None),
+        "big": (6, 1024, 4096, 16, 64, 64, 0.3, 0.1, "300K", 4.33, 26.4, 213),
+    }.items()
+}
+
+
+# Which column of the paper's table each change of a row moves.
+_PAPER_FIELDS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h", "d_k": "d_k",
+                 "dropout": "P_drop", "label_smoothing": "eps_ls"}
+
+
+def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
+    """The row of :data:`PAPER_TABLE3` that makes the same change as ``row`` does to its base: the same group,
+    the same column moved the same way (up, down, to zero), and of those the closest ratio to the base's value.
+    ``"base"`` for the base row; None when the paper has no such row (a change of several columns, say)."""
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+    if not row.changes:
+        return "base"
+    if row.changes == {"positional": "learned"}:
+        return "E learned positions"
+    if len(row.changes) != 1 or next(iter(row.changes)) not in _PAPER_FIELDS:
+        return None
+    (key, value), = row.changes.items()
+    ours = value / ({"d_k": grid.base["d_model"] // grid.base["num_heads"]} | grid.base)[key]
+    column, paper_base = _PAPER_FIELDS[key], PAPER_TABLE3["base"]
+    best, best_distance = None, math.inf
+    for name, paper in PAPER_TABLE3.items():
+        if name[0] != row.group or paper[column] == paper_base[column]:
+            continue
+        theirs = paper[column] / paper_base[column]
+        if (ours == 0) != (theirs == 0) or (ours > 1) != (theirs > 1):
+            continue
+        distance = 0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs))
+        if distance < best_distance:
+            best, best_distance = name, distance
+    return best
+
+
+def _config(
+    grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64
+) -> tuple[TransformerConfig, int | None]:
+    """The row's TransformerConfig and its ``d_k`` (None: ``d_model // h``, as the base)."""
+    changes = {**grid.base, **row.changes}
+    d_k = changes.pop("d_k", None)
+    positional = changes.pop("positional", "sinusoidal")
+    if positional != "sinusoidal":
+        if "positional" not in {f.name for f in dataclasses.fields(TransformerConfig)}:
+            raise ValueError(
+                f"row {row.name!r} needs TransformerConfig(positional={positional!r}), which this version of "
+                "the library does not have"
+            )
+        changes["positional"] = positional
+    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **changes), d_k
+
+
+def build_model(config: TransformerConfig, d_k: int | None = None) -> Transformer:
+    """A :class:`Transformer` for ``config``; with ``d_k`` every attention layer's queries and keys have that
+    per-head width while values keep ``d_v = d_model // h`` (Table 3, rows B). TransformerConfig has no
+    ``d_k`` field, so the attention modules are rebuilt here and the weights initialised again."""
+    model = Transformer(config)
+    if d_k is None:
+        return model
+    if not isinstance(d_k, int) or d_k < 1:
+        raise ValueError(f"d_k must be a positive int, got {d_k!r}")
+    d_v = config.d_model // config.num_heads
+    for layer in [*model.encoder.layers, *model.decoder.layers]:
+        for name in ("self_attn", "cross_attn"):
+            if hasattr(layer, name):
+                setattr(layer, name, MultiHeadAttention(config.d_model, config.num_heads, d_k=d_k, d_v=d_v,
+                                                        dropout=config.attention_dropout))
+    model._init_weights()
+    return model
+
+
+@torch.no_grad()
+def evaluate(model: Transformer, pairs: Sequence[tuple[str, str]], vocab, batch_size: int = 500) -> tuple[float, float]:
+    """Teacher-forced cross-entropy (no label smoothing) per target token on ``pairs``, and its perplexity
+    ``exp(loss)``: the paper's "perplexity per wordpiece", here per character (``<eos>`` included)."""
+    model.eval()
+    device = next(model.parameters()).device
+    total, tokens = 0.0, 0
+    for start in range(0, len(pairs), batch_size):
+        batch = make_batch(pairs[start : start + batch_size], vocab).to(device)
+        logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+        total += nn.functional.cross_entropy(
+            logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=vocab.pad_id, reduction="sum"
+        ).item()
+        tokens += batch.num_target_tokens
+    loss = total / tokens
+    return loss, math.exp(loss)
+
+
+def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = None,
+            device: torch.device | str = "cpu", progress: bool = False) -> dict:
+    """Train one row for one seed on the grid's budget and return its CSV row (a dict over :data:`COLUMNS`).
+
+    The same steps as :func:`~transformer_lib.train.train_task` (seed, fresh model, Adam with warm-up and linear
+    decay, the row's label smoothing, :meth:`Trainer.fit`), with a model from :func:`build_model` so that rows
+    B can set ``d_k``. Scores come from ``task.valid_pairs`` and ``task.generalisation_pairs``.
+    """
+    task = task if task is not None else StringProgramTask()
+    config, d_k = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    seed_everything(seed)
+    model = build_model(config, d_k)
+    optimizer, scheduler = adam_with_warmup(model, grid.lr, grid.warmup, grid.steps)
+    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(config.label_smoothing, config.pad_id),
+                      device=device)
+    trainer.fit(lambda step: task.train_batch(step, grid.batch_size), grid.steps, progress=progress)
+    dev_loss, dev_ppl = evaluate(model, task.valid_pairs, task.vocab)
+    match = exact_match(model, task.valid_pairs, task.vocab)
+    gen_match = exact_match(model, task.generalisation_pairs, task.vocab) if task.generalisation_pairs else float("nan")
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    return {
+        "grid": grid.name, "group": row.group, "config": row.name, "seed": seed,
+        "N": config.num_layers, "d_model": config.d_model, "d_ff": config.d_ff, "h": config.num_heads,
+        "d_k": d_k if d_k is not None else config.d_model // config.num_heads,
+        "P_drop": config.dropout, "eps_ls": config.label_smoothing,
+        "positional": getattr(config, "positional", "sinusoidal"),
+        "parameters": count_parameters(model)["total"], "steps": grid.steps, "batch_size": grid.batch_size,
+        "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        "device": torch.device(device).type, "threads": torch.get_num_threads(),
+        "dev_loss": round(dev_loss, 4), "dev_ppl": round(dev_ppl, 4),
+        "exact_match": round(match, 4), "gen_exact_match": round(gen_match, 4),
+    }
+
+
+def read_results(path: str | os.PathLike = DEFAULT_CSV) -> list[dict]:
+    """The rows of a results CSV, numbers converted; an empty list when the file does not exist."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != COLUMNS:
+            raise ValueError(f"{os.fspath(path)!r} has columns {reader.fieldnames}, expected {COLUMNS}")
+        rows = list(reader)
+    for r in rows:
+        for key in ("seed", "N", "d_model", "d_ff", "h", "d_k", "parameters", "steps", "batch_size", "threads"):
+            r[key] = int(r[key])
+        for key in ("P_drop", "eps_ls", "wall_s", "cpu_s", "dev_loss", "dev_ppl", "exact_match", "gen_exact_match"):
+            r[key] = float(r[key])
+    return rows
+
+
+def _append(path: Path, result: dict) -> None:
+    """Append one run to the CSV (writing the header first in a new file) and flush it to disk at once."""
+    new = not path.exists() or path.stat().st_size == 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow(result)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run_grid(
+    grid: Grid | str = "cpu",
+    path: str | os.PathLike = DEFAULT_CSV,
+    device: torch.device | str = "cpu",
+    rows: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
+    """Train every (row, seed) of ``grid`` not yet in ``path`` and append each result as it finishes.
+
+    ``rows`` and ``seeds`` select a part of the grid (names as in ``grid.rows``). Returns the new results.
+    Rows that need a library feature this version lacks (learned positions) are reported and skipped.
+    """
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+    path = Path(path)
+    selected = [grid.row(name) for name in rows] if rows is not None else list(grid.rows)
+    seeds = tuple(seeds) if seeds is not None else grid.seeds
+    done = {(r["grid"], r["config"], r["seed"]) for r in read_results(path)}
+    task = StringProgramTask()
+    runnable = []
+    for row in selected:
+        try:
+            _config(grid, row, len(task.vocab), task.vocab.pad_id)
+        except ValueError as exc:
+            log(f"skipping {row.name!r}: {exc}")
+            continue
+        runnable.append(row)
+    pending = [(row, seed) for row in runnable for seed in seeds if (grid.name, row.name, seed) not in done]
+    skipped = len(runnable) * len(seeds) - len(pending)
+    if skipped:
+        log(f"{skipped} run(s) already in {os.fspath(path)}: skipped")
+    results = []
+    bar = tqdm(pending, desc=f"grid {grid.name}", unit="run", disable=not progress, mininterval=1.0)
+    for row, seed in bar:
+        bar.set_postfix_str(f"{row.name} seed {seed}", refresh=False)
+        result = run_one(grid, row, seed, task, device)
+        _append(path, result)
+        results.append(result)
+    bar.close()
+    return results
+
+
+def summarise(results: Iterable[dict], grid: str = "cpu", metric: str = "dev_ppl") -> list[dict]:
+    """Per configuration of ``grid`` (in the grid's order): the seeds, mean, sample standard deviation, min and
+    max of ``metric``, and the mean parameters and wall time."""
+    by_config: dict[str, list[dict]] = {}
+    for r in results:
+        if r["grid"] == grid:
+            by_config.setdefault(r["config"], []).append(r)
+    order = {row.name: i for i, row in enumerate(GRIDS[grid].rows)} if grid in GRIDS else {}
+    summary = []
+    for name in sorted(by_config, key=lambda n: order.get(n, len(order))):
+        runs = by_config[name]
+        values = [r[metric] for r in runs]
+        summary.append({
+            "config": name, "group": runs[0]["group"], "seeds": len(runs),
+            "mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else float("nan"),
+            "min": min(values), "max": max(values),
+            "parameters": runs[0]["parameters"], "wall_s": statistics.fmean(r["wall_s"] for r in runs),
+            "exact_match": statistics.fmean(r["exact_match"] for r in runs),
+        })
+    return summary
+
+
+def spread_vs_noise(summary: Sequence[dict]) -> dict:
+    """The grid's spread (worst row mean minus best row mean) against the typical seed-to-seed noise (the
+    median of the rows' standard deviations), and their ratio."""
+    rows = [s for s in summary if s["seeds"] > 1]
+    if len(rows) < 2:
+        raise ValueError("spread_vs_noise needs at least two configurations with two or more seeds each")
+    best, worst = min(rows, key=lambda s: s["mean"]), max(rows, key=lambda s: s["mean"])
+    noise = statistics.median(s["std"] for s in rows)
+    spread = worst["mean"] - best["mean"]
+    return {"best": best["config"], "worst": worst["config"], "spread": spread, "seed_std": noise,
+            "ratio": spread / noise if noise > 0 else float("inf")}
+
+
+_PREDICTIONS = ("lower", "same", "higher")
+
+
+def judge_own_row(
+    answer, results: Sequence[dict], grid: Grid | str = "cpu", task: StringProgramTask | None = None
+) -> str:
+    """The exercise of notebook 10: ``answer = (row, prediction)``, a :class:`Row` (or a dict of its changes)
+    that the grid does not have, and the learner's prediction of its dev perplexity next to the base row's:
+    ``"lower"``, ``"same"`` or ``"higher"``, or a number. Trains the row for seed 0 on the grid's budget and
+    returns what happened next to the prediction; raises ValueError (or TypeError) naming what is wrong.
+
+    "same" means within two of the base row's seed standard deviations of its mean in ``results``.
+    """
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+    if not (isinstance(answer, tuple) and len(answer) == 2):
+        raise TypeError(f"return a pair (row, prediction), got {type(answer).__name__} {answer!r:.80}")
+    row, prediction = answer
+    if isinstance(row, dict):
+        row = Row("your row", "yours", row)
+    if not isinstance(row, Row):
+        raise TypeError(f"the row should be a tl.experiments.Row or a dict of changes, got {type(row).__name__}")
+    if isinstance(prediction, str) and prediction.strip().lower() in _PREDICTIONS:
+        prediction = prediction.strip().lower()
+    elif isinstance(prediction, bool) or not (isinstance(prediction, (int, float)) and math.isfinite(prediction)
+                                              and prediction >= 1.0):
+        raise ValueError(
+            f"the prediction should be 'lower', 'same' or 'higher' (than the base row's dev perplexity), or a "
+            f"perplexity (a number >= 1: a model can do no better than 1), got {prediction!r}"
+        )
+    as_base = {"positional": "sinusoidal", "d_k": grid.base["d_model"] // grid.base["num_heads"], **grid.base}
+    if all(as_base.get(key) == value for key, value in row.changes.items()):
+        raise ValueError(f"row {row.name!r} changes nothing of the base model {grid.base}: change one thing")
+    for existing in grid.rows:
+        if existing.changes == row.changes:
+            raise ValueError(f"the grid already has this row ({existing.name!r}): predict a row of your own")
+    base = [s for s in summarise(results, grid.name) if s["config"] == "base"]
+    if not base or base[0]["seeds"] < 2:
+        raise ValueError(f"the results hold fewer than two seeds of grid {grid.name!r}'s base row to compare with")
+    task = task if task is not None else StringProgramTask()
+    try:
+        config, d_k = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+        base_config, _ = _config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
+    size = count_parameters(build_model(config, d_k))["total"]
+    base_size = count_parameters(build_model(base_config))["total"]
+    if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
+        raise ValueError(
+            f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base {base_size:,} and "
+            f"N={base_config.num_layers}: keep it within 4x of the base so it trains in about a minute"
+        )
+    result = run_one(grid, row, 0, task)
+    mean, std = base[0]["mean"], base[0]["std"]
+    ppl = result["dev_ppl"]
+    outcome = "same" if abs(ppl - mean) <= 2 * std else ("lower" if ppl < mean else "higher")
+    if isinstance(prediction, str):
+        verdict = "as you predicted" if prediction == outcome else f"you predicted {prediction!r}"
+    else:
+        verdict = f"you predicted {prediction:.2f}, off by {abs(result['dev_ppl'] - prediction):.2f}"
+    return (
+        f"row {row.name!r} ({size:,} parameters) reached dev perplexity {result['dev_ppl']:.3f} (seed 0, "
+        f"{grid.steps} steps); the base row has {mean:.3f} ± {std:.3f} over {base[0]['seeds']} seeds, so yours is "
+        f"{outcome!r} ({verdict}). One seed: run seeds 1 and 2 (run_one) before you trust a small difference."
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_lib.experiments",
+        description="Train the Table 3 grid (resumable: runs already in the CSV are skipped).",
+    )
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: the best available); "
+                        "cuda runs the bigger 'cuda' grid")
+    parser.add_argument("--out", default=os.fspath(DEFAULT_CSV), help="results CSV (default: %(default)s)")
+    parser.add_argument("--rows", nargs="+", default=None, help="only these rows (names as in the CSV)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=None, help="only these seeds")
+    parser.add_argument("--grid", choices=sorted(GRIDS), default=None,
+                        help="which grid (default: 'cuda' on a cuda device, else 'cpu')")
+    args = parser.parse_args(argv)
+    try:
+        device = pick_device(args.device)
+    except ValueError as exc:
+        parser.error(str(exc))
+    grid = args.grid or ("cuda" if device.type == "cuda" else "cpu")
+    started = time.perf_counter()
+    try:
+        new = run_grid(grid, args.out, device, args.rows, args.seeds)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; finished runs are in {args.out}: run the same command again to resume")
+        return 130
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(f"{len(new)} run(s) in {time.perf_counter() - started:.0f} s on {device.type}, appended to {args.out}")
+    summary = summarise(read_results(args.out), grid)
+    if summary:
+        for s in summary:
+            print(f"{s['config']:<22} dev PPL {s['mean']:.3f} ± {s['std']:.3f} ({s['seeds']} seeds)")
+        if sum(s["seeds"] > 1 for s in summary) >= 2:
+            sv = spread_vs_noise(summary)
+            print(f"spread {sv['spread']:.3f} ({sv['best']} .. {sv['worst']}) = {sv['ratio']:.1f} x seed std "
+                  f"{sv['seed_std']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
