@@ -263,6 +263,9 @@ def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
                        f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`.")
     named = dict(student.named_parameters())
     if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
+        if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):  # other names: the output
+            raise Failure("a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and its shift "
+                          "`bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and `torch.zeros(d_model)`.")
         with torch.no_grad():
             named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
             named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
