@@ -5,10 +5,10 @@ the names that the notebooks, the solutions and the README use; everything else 
 ``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.shapes.ShapeTrace``.
 """
 
-from . import checks
+from . import checks, lm
 from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import capture_attention
-from .data import DATE_FORMATS, CopyTask, DateTask, Vocab, make_batch
+from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
 from .decoder import DecoderLayer
 from .encoder import Encoder, EncoderLayer
@@ -21,6 +21,7 @@ from .layers import (
     TokenEmbedding,
     sinusoidal_encoding,
 )
+from .lm import DecoderOnlyLM, LMConfig, MaskedLM
 from .masks import causal_mask, padding_mask
 from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
