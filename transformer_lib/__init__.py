@@ -6,7 +6,7 @@ the names that the notebooks, the solutions and the README use; everything else 
 """
 
 from . import checks, lm
-from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import capture_attention
 from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
