@@ -275,7 +275,7 @@ def draw_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2
     """How ``split_heads`` moves features, each cell numbered by its feature and coloured by the head that owns
     it: ``(T, d_model) -> (T, h, d_k) -> (h, T, d_k)``; ``combine_heads`` walks the same way back.
 
-    ``fig``: draw into this figure (``viz.plot_split_combine`` passes a pyplot one) instead of a new bare one.
+    ``fig``: draw into this figure instead of a new bare one.
     """
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")

@@ -413,8 +413,9 @@ def test_student_code_that_changes_its_inputs_in_place_is_judged_on_its_result()
     assert tl.checks.check_attention(scale_in_place)
 
 
-def test_a_check_called_under_no_grad_still_compares_gradients():
-    with torch.no_grad():
+@pytest.mark.parametrize("context", [torch.no_grad, torch.inference_mode])
+def test_a_check_called_under_no_grad_still_compares_gradients(context):
+    with context():
         assert tl.checks.check_attention(tl.scaled_dot_product_attention)
         assert tl.checks.check_multi_head_attention(tl.MultiHeadAttention)
 
@@ -548,3 +549,19 @@ def test_table3_check_reports_a_row_that_fails_to_train(monkeypatch):
     monkeypatch.setattr(tl.experiments, "judge_own_row", out_of_memory)
     result = tl.checks.check_table3_row(lambda: ({"d_model": 100_000}, "lower"))
     assert not result and "could not be trained (RuntimeError: DefaultCPUAllocator" in result.message, result.message
+
+
+class ZeroGainNorm(nn.Module):
+    """A LayerNorm whose gain starts at 0 (and shift at 1): every output is the shift, whatever the input."""
+
+    def __init__(self, d_model):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.zeros(d_model)), nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
+
+
+def test_layer_norm_check_names_a_gain_that_does_not_start_at_one():  # it used to pass: the check set them itself
+    result = tl.checks.check_layer_norm(ZeroGainNorm)
+    assert not result and "gain `weight` starts at 1 and its shift `bias` at 0" in result.message, result.message

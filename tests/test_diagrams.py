@@ -19,3 +19,11 @@ def test_script_draws_every_diagram_as_png(tmp_path):
 def test_committed_images_are_exactly_the_drawn_ones():
     names = runpy.run_path(str(IMAGES / "make_diagrams.py"))["DIAGRAM_NAMES"]
     assert sorted(p.name for p in IMAGES.glob("*.png")) == sorted(names)
+
+
+def test_split_combine_diagram_refuses_widths_that_heads_cannot_share():
+    import pytest
+
+    draw = runpy.run_path(str(IMAGES / "make_diagrams.py"))["draw_split_combine"]
+    with pytest.raises(ValueError, match="d_model=10 is not divisible by num_heads=3"):
+        draw(2, 10, 3)

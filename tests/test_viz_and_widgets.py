@@ -31,7 +31,6 @@ def test_every_plot_returns_a_figure():
         viz.plot_schedule({"a": [tl.noam_lr(s, 64, 10) for s in range(1, 50)]}),
         viz.plot_label_smoothing(tl.smoothed_targets(torch.tensor([4, 5]), len(task.vocab), 0.1), task.vocab.itos),
         viz.plot_history(trainer_history, window=5),
-        viz.plot_split_combine(3, 6, 3),
         viz.plot_shape_flow(trace),
         viz.plot_softmax_temperature(torch.tensor([1.0, 2.0, 0.5]), 0.5),
         viz.plot_attention_growth(
@@ -50,8 +49,6 @@ def test_every_plot_returns_a_figure():
 def test_plots_name_the_shape_they_expected():
     with pytest.raises(ValueError, match=r"weights must have 3 dimensions, got shape \(5, 5\)"):
         viz.plot_heads(torch.rand(5, 5))
-    with pytest.raises(ValueError, match="d_model=10 is not divisible by num_heads=3"):
-        viz.plot_split_combine(2, 10, 3)
     with pytest.raises(ValueError, match=r"pair must be in 0..7 for d_model=16, got 8"):
         viz.plot_encoding_pair(tl.sinusoidal_encoding(d_model=16, max_len=20), pair=8)
 

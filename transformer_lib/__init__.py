@@ -3,10 +3,10 @@
 Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``.
 """
 
-from . import checks
+from . import checks, lm
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import AttentionCapture, attention_kind, capture_attention
-from .data import DATE_FORMATS, Batch, CopyTask, DateTask, Seq2SeqTask, Vocab, make_batch
+from .data import DATE_FORMATS, Batch, CopyTask, DateTask, PythonSourceCorpus, Seq2SeqTask, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
 from .decoder import Decoder, DecoderCache, DecoderLayer
 from .encoder import Encoder, EncoderLayer
@@ -19,6 +19,7 @@ from .layers import (
     TokenEmbedding,
     sinusoidal_encoding,
 )
+from .lm import DecoderOnlyLM, LMConfig, MaskedLM
 from .masks import causal_mask, check_mask, padding_mask
 from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything

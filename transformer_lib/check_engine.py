@@ -230,7 +230,7 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
 def judge(name: str, entry: Entry, student) -> CheckResult:
     """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
     try:
-        with torch.enable_grad():
+        with torch.inference_mode(False), torch.enable_grad():  # gradients are compared even if the caller's are off
             message = _examine(entry, student)
     except NotImplementedError:
         return CheckResult(

@@ -10,9 +10,7 @@ screen), so they stay sharp on high-resolution displays.
 
 import io
 import math
-import runpy
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -34,7 +32,6 @@ __all__ = [
     "plot_schedule",
     "plot_label_smoothing",
     "plot_history",
-    "plot_split_combine",
     "plot_shape_flow",
     "plot_softmax_temperature",
     "plot_attention_growth",
@@ -344,17 +341,6 @@ def plot_history(history, window: int = 20, title: str = "training") -> Figure:
     fig.suptitle(title)
     fig.tight_layout()
     return fig
-
-
-def plot_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2) -> Figure:
-    """The split/combine diagram, drawn by ``images/make_diagrams.py`` (saved there as ``split_combine.png``).
-
-    Kept for notebook 02 until it shows ``images/split_combine.png`` instead; it needs the repository's
-    ``images/`` folder next to the package (an editable install, as ``make setup`` makes).
-    """
-    script = Path(__file__).resolve().parent.parent / "images" / "make_diagrams.py"
-    draw = runpy.run_path(str(script))["draw_split_combine"]
-    return draw(num_tokens, d_model, num_heads, fig=plt.figure())
 
 
 def plot_shape_flow(trace, max_depth: int = 1, title: str = "shapes through the model") -> Figure:
