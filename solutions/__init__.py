@@ -1,4 +1,4 @@
-"""The teacher's edition: reference solutions of every exercise in notebooks 01-10, one module per notebook.
+"""The teacher's edition: reference solutions of every exercise in the notebooks, one module per notebook.
 
 ``solutions/nbNN_<name>.py`` holds, under the exercise's own name (``my_*`` or ``My*``), a solution that its
 ``tl.checks`` function passes, and ``ANSWERS``: model answers to the Think/Experiment questions, keyed by
@@ -70,9 +70,13 @@ EXERCISES = [
     ("08", "2", "my_split_heads", "split_heads: the reshape bug, then the fix", "check_split_heads"),
     ("09", "1", "my_shard_loss", "the loss one data-parallel process backpropagates", "check_shard_loss"),
     ("10", "1", "my_table3_row", "a Table 3 row of your own and a prediction of its result", "check_table3_row"),
+    ("11", "1", "my_gpt_block", "an encoder layer as a GPT block: the causal mask", "check_gpt_block"),
+    ("11", "2", "my_mask_tokens", "BERT's 80/10/10 masking recipe", "check_mask_tokens"),
+    ("11", "3", "my_parameter_count", "a GPT's parameter count from its config", "check_lm_parameter_count"),
 ]
 THINK = {
-    "01": ["3"], "03": ["3"], "04": ["4"], "05": ["3"], "06": ["3"], "07": ["3"], "08": ["3"], "09": ["2"], "10": ["2"]
+    "01": ["3"], "03": ["3"], "04": ["4"], "05": ["3"], "06": ["3"], "07": ["3"], "08": ["3"], "09": ["2"], "10": ["2"],
+    "11": ["4"],
 }
 
 

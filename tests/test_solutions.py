@@ -117,6 +117,17 @@ WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
     "my_noam_lr": (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.0), "warm-up"),
     "my_softmax_with_temperature": (lambda logits, t: (logits * t).softmax(-1), "multiplied"),
     "my_cached_causal_mask": (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "every cached token"),
+    "my_gpt_block": (lambda layer, x: layer(x), "causal mask"),
+    "my_mask_tokens": (
+        lambda tokens, mask_id, v, specials, rate, generator: tl.lm.mask_tokens(
+            tokens, mask_id, v, (), rate, generator
+        ),
+        "special_ids were ignored",
+    ),
+    "my_parameter_count": (
+        lambda config: tl.count_parameters(tl.DecoderOnlyLM(config.replace(max_len=1)))["total"],
+        "max_len x d_model",
+    ),
     "my_shard_loss": (
         lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
         "own tokens",

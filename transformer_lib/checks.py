@@ -27,7 +27,9 @@ from .check_engine import Case, CheckResult, Entry, Failure, Mistake, copy_weigh
 from .decoder import DecoderLayer
 from .encoder import EncoderLayer
 from .layers import LayerNorm, PositionalEncoding, PositionwiseFeedForward, sinusoidal_encoding
+from .lm import IGNORE_INDEX, DecoderOnlyLM, LMConfig, mask_tokens
 from .masks import causal_mask
+from .model import count_parameters
 from .train import noam_lr, smoothed_targets
 
 __all__ = [
@@ -35,7 +37,8 @@ __all__ = [
     "check_multi_head_attention", "check_positional_encoding", "check_layer_norm", "check_feed_forward",
     "check_encoder_layer", "check_decoder_layer", "check_cross_attention", "check_causal_mask",
     "check_causal_decoder", "check_shifted_targets", "check_label_smoothing", "check_noam_lr",
-    "check_temperature_softmax", "check_shard_loss", "check_table3_row",
+    "check_temperature_softmax", "check_shard_loss", "check_table3_row", "check_gpt_block", "check_mask_tokens",
+    "check_lm_parameter_count",
 ]
 
 
@@ -210,6 +213,99 @@ def _shard_run(loss, case: Case):
         raise Failure(f"return one scalar tensor per process (0-dim, as `loss.backward()` needs), got "
                        f"{describe(wrong[0])}.")
     return sum(losses) / world_size
+
+
+def _gpt_block_cases() -> list[Case]:
+    gen = _gen()
+    torch.manual_seed(0)
+    layer = EncoderLayer(16, 4, 32, dropout=0.0).eval()
+    x, x3 = _randn(gen, 2, 6, 16, grad=True), _randn(gen, 3, 4, 16)
+    return [Case((layer, x), "for a tl.EncoderLayer(16, 4, 32) and x (2, 6, 16)", inputs={"x": x}),
+            Case((layer, x3), "for x (3, 4, 16)")]
+
+
+def _mask_tokens_cases() -> list[Case]:
+    tokens = torch.randint(6, 40, (100, 1000), generator=_gen())  # (B, T): ids 0-4 are special, 5 is <mask>
+    tokens[:, -100:] = 0  # padding at the end of every row
+    return [Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.15), "on 100,000 tokens (V=40, mask_id=5, specials 0-4, rate "
+                 "0.15)"), Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.3), "with rate 0.3")]
+
+
+def _mask_tokens_run(mask_tokens, case: Case):
+    return mask_tokens(*case.args, torch.Generator().manual_seed(0))
+
+
+def _mask_tokens_pick(result, case: Case) -> dict:
+    """Proportions, not positions: two correct recipes draw different positions, but the same shares."""
+    tokens, mask_id, vocab_size, specials, _ = case.args
+    if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
+        raise Failure(f"return a tuple (inputs, targets) of two tensors shaped like tokens {tuple(tokens.shape)}; "
+                      f"got {describe(result) if not isinstance(result, tuple) else 'a tuple of ' + str(len(result))}.")
+    inputs, targets = result
+    if inputs.shape != tokens.shape or targets.shape != tokens.shape:
+        raise Failure(f"inputs {describe(inputs)} and targets {describe(targets)} must both have the shape of tokens "
+                      f"{tuple(tokens.shape)}.")
+    maskable = ~torch.isin(tokens, torch.tensor(specials))  # (B, T)
+    picked = targets != IGNORE_INDEX
+    replaced = picked & (inputs != tokens) & (inputs != mask_id)
+    special_or_mask = torch.isin(inputs, torch.tensor([*specials, mask_id]))
+
+    def share(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
+        return part.sum() / whole.sum().clamp(min=1)
+
+    return {  # shares, so that a mistake drawn with other random numbers still lands within the tolerance
+        "share of the non-special positions picked": share(picked & maskable, maskable),
+        "share of the special positions picked": share(picked & ~maskable, ~maskable),
+        "share of picked positions set to mask_id": share((inputs == mask_id) & picked, picked),
+        "share of picked positions given another token": share(replaced, picked),
+        "share of positions not picked that were changed": share((inputs != tokens) & ~picked, ~picked),
+        "share of random replacements that are special or mask_id": share(replaced & special_or_mask, replaced),
+        "share of picked targets that are not the original token": share(picked & (targets != tokens), picked),
+    }
+
+
+def _mask_tokens_version(tokens, mask_id, vocab_size, specials, rate, generator, *, split=(0.8, 0.1),
+                         ignore_specials=False, targets_everywhere=False):
+    """The recipe with a knob per mistake."""
+    specials = () if ignore_specials else tuple(specials)
+    maskable = ~torch.isin(tokens, torch.tensor(specials, dtype=torch.long))
+    picked = maskable & (torch.rand(tokens.shape, generator=generator) < rate)
+    action = torch.rand(tokens.shape, generator=generator)
+    to_mask, to_random = picked & (action < split[0]), picked & (action >= split[0]) & (action < sum(split))
+    allowed = ~torch.isin(torch.arange(vocab_size), torch.tensor([*specials, mask_id]))
+    candidates = allowed.nonzero()[:, 0]
+    random_ids = candidates[torch.randint(len(candidates), tokens.shape, generator=generator)]
+    inputs = torch.where(to_random, random_ids, torch.where(to_mask, mask_id, tokens))
+    targets = tokens.clone() if targets_everywhere else torch.where(picked, tokens, IGNORE_INDEX)
+    return inputs, targets
+
+
+def _lm_parameter_count(config) -> int:
+    with torch.device("meta"):
+        return count_parameters(DecoderOnlyLM(config))["total"]
+
+
+def _count_version(config, *, biases=True, tied=True, positions=True, norms=True, final_norm=True) -> int:
+    """The parameter count of a decoder-only LM, written out, with a knob per forgotten piece."""
+    d, f = config.d_model, config.d_ff
+    block = 4 * d * d + (4 * d if biases else 0) + 2 * d * f + ((f + d) if biases else 0) + (4 * d if norms else 0)
+    total = config.vocab_size * d * (1 if tied else 2) + config.num_layers * block
+    total += config.max_len * d if positions and config.positional == "learned" else 0
+    return total + (2 * d if final_norm and config.norm_first else 0)
+
+
+def _count_cases() -> list[Case]:
+    base = LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, max_len=256)
+    configs = [base, base.replace(positional="sinusoidal"), base.replace(norm_first=False, d_ff=300, num_layers=2),
+               LMConfig.gpt2_small()]
+    return [Case((c,), f"for LMConfig(vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, num_layers="
+                 f"{c.num_layers}, max_len={c.max_len}, positional={c.positional!r}, norm_first={c.norm_first})")
+            for c in configs]
+
+
+def _count_pick(result, case=None) -> dict:
+    is_number = isinstance(result, int | float) and not isinstance(result, bool)
+    return {"parameter count": torch.tensor(float(result), dtype=torch.float64) if is_number else result}
 
 
 # --- references that hold the student's weights ----------------------------------------------------------
@@ -567,6 +663,47 @@ CHECKS: dict[str, Entry] = {
         "`world_size`, divided by `global_tokens`.",
         "the processes' average equals the big batch's mean over all tokens, however unequal.", run=_shard_run,
         pick=lambda result, case=None: {"loss": result}),
+    "check_gpt_block": Entry(
+        "your GPT block", lambda layer, x: layer(x, causal_mask(x.size(1))), _gpt_block_cases,
+        [Mistake("no position may read a later one: pass the causal mask, `layer(x, tl.causal_mask(T))`.",
+                 lambda layer, x: layer(x)),
+         Mistake("the mask is inverted: True marks what a query *may* see (keys j <= i), so use the mask as it is.",
+                 lambda layer, x: layer(x, ~causal_mask(x.size(1)))),
+         Mistake("each position sees the future and not the past: the causal mask is lower-triangular (`.tril()`).",
+                 lambda layer, x: layer(x, causal_mask(x.size(1)).transpose(-1, -2)))],
+        "Hint: `layer(x, tl.causal_mask(x.size(1)))`.",
+        "the layer now lets each position read only itself and earlier ones: a GPT block."),
+    "check_mask_tokens": Entry(
+        "your masking", mask_tokens, _mask_tokens_cases,
+        [Mistake("every picked position became mask_id; BERT's recipe keeps 10% unchanged and gives 10% a random "
+                 "token, because <mask> never appears when the model is used.",
+                 partial(_mask_tokens_version, split=(1.0, 0.0))),
+         Mistake("the targets keep every token, so the loss would score positions the model can see (and copy). Hint: "
+                 "`lm.IGNORE_INDEX` at positions that were not picked.", partial(_mask_tokens_version,
+                                                                                  targets_everywhere=True)),
+         Mistake("special_ids were ignored: special tokens (padding) were picked, or drawn as random replacements. "
+                 "Only positions whose token is not special may be picked, and a replacement is never special nor "
+                 "mask_id.",
+                 partial(_mask_tokens_version, ignore_specials=True))],
+        "Hint: pick with `torch.rand(shape, generator=generator) < rate` where the token is not special; then split "
+        "the picked ones 80/10/10 with a second uniform draw.",
+        "about 15% picked, 80% of them <mask>, 10% random, 10% unchanged, and only they are scored.",
+        run=_mask_tokens_run, pick=_mask_tokens_pick, atol=0.01, rtol=0.0),
+    "check_lm_parameter_count": Entry(
+        "your count", _lm_parameter_count, _count_cases,
+        [Mistake("the output projection was counted as a matrix of its own; it is the token embedding (tied).",
+                 partial(_count_version, tied=False)),
+         Mistake("the biases are missing: each of the 4 attention projections has d_model, the feed-forward d_ff + "
+                 "d_model.", partial(_count_version, biases=False)),
+         Mistake("learned positions add max_len x d_model parameters (sinusoids add none).",
+                 partial(_count_version, positions=False)),
+         Mistake("each block has two LayerNorms of 2 x d_model (gain and shift).",
+                 partial(_count_version, norms=False)),
+         Mistake("a pre-LN stack (norm_first=True) ends with a final LayerNorm: 2 x d_model more.",
+                 partial(_count_version, final_norm=False))],
+        "Hint: embedding V x d_model, positions (learned) max_len x d_model, per block 4 (d_model^2 + d_model) + "
+        "2 d_model d_ff + d_ff + d_model + 4 d_model, and 2 d_model for the final norm of a pre-LN stack.",
+        "every parameter accounted for.", pick=_count_pick, atol=0.0, rtol=0.0),
 }
 
 
@@ -603,6 +740,10 @@ check_shifted_targets = _check("check_shifted_targets", "``shift(tgt (B, T)) -> 
 check_label_smoothing = _check("check_label_smoothing", "``make_targets(target, vocab_size, eps, pad_id) -> (N, V)``")
 check_noam_lr = _check("check_noam_lr", "``schedule(step, d_model, warmup) -> float``, steps counted from 1")
 check_temperature_softmax = _check("check_temperature_softmax", "``softmax_with_temperature(logits, temperature)``")
+check_gpt_block = _check("check_gpt_block", "``gpt_block(layer, x (B, T, d_model)) -> (B, T, d_model)``")
+check_mask_tokens = _check("check_mask_tokens", "``mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, "
+                           "generator) -> (inputs, targets)``")
+check_lm_parameter_count = _check("check_lm_parameter_count", "``parameter_count(config: lm.LMConfig) -> int``")
 check_shard_loss = _check("check_shard_loss", "``shard_loss(logits, target, global_tokens, world_size) -> scalar``, "
                           "the loss one data-parallel process backpropagates")
 

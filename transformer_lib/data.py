@@ -6,29 +6,44 @@ from a checkpoint at step ``s`` sees exactly the batches the uninterrupted run w
 """
 
 import datetime
+import hashlib
 import itertools
 import random
+import sysconfig
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from ._arguments import is_int
 from .masks import causal_mask, padding_mask
 
-__all__ = ["Vocab", "Batch", "make_batch", "Seq2SeqTask", "CopyTask", "DateTask", "DATE_FORMATS", "StringProgramTask"]
+__all__ = [
+    "Vocab",
+    "Batch",
+    "make_batch",
+    "Seq2SeqTask",
+    "CopyTask",
+    "DateTask",
+    "DATE_FORMATS",
+    "StringProgramTask",
+    "PythonSourceCorpus",
+]
 
-PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+PAD, BOS, EOS, UNK, MASK = "<pad>", "<bos>", "<eos>", "<unk>", "<mask>"
 
 
 class Vocab:
     """Characters <-> ids. The special tokens ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>`` come first (ids 0-3) unless
-    ``pad_id`` puts ``<pad>`` elsewhere; the model's ``TransformerConfig.pad_id`` must equal ``vocab.pad_id``."""
+    ``pad_id`` puts ``<pad>`` elsewhere; the model's ``TransformerConfig.pad_id`` must equal ``vocab.pad_id``.
+    ``extra_specials`` (e.g. ``<mask>`` for a masked language model) follow them, then the characters, sorted."""
 
-    def __init__(self, characters: str, pad_id: int = 0):
-        others = [BOS, EOS, UNK] + sorted(set(characters) - {PAD, BOS, EOS, UNK})
+    def __init__(self, characters: str, pad_id: int = 0, extra_specials: Sequence[str] = ()):
+        specials = {PAD, BOS, EOS, UNK, *extra_specials}
+        others = [BOS, EOS, UNK, *extra_specials] + sorted(set(characters) - specials)
         if not is_int(pad_id) or not 0 <= pad_id <= len(others):
             raise ValueError(f"pad_id must be a whole number in [0, {len(others)}] for this vocabulary, got {pad_id!r}")
         self.itos = others[:pad_id] + [PAD] + others[pad_id:]
@@ -393,3 +408,84 @@ class StringProgramTask(Seq2SeqTask):
 
     def sample_pair(self, rng: random.Random) -> tuple[str, str]:
         return self._pair(rng.choice(self.train_programs), self._string(rng, "train"))
+
+
+class PythonSourceCorpus:
+    """Real text that every machine with Python already has: the standard library's own source files.
+
+    The ``*.py`` files at the top of the running interpreter's standard library (found through ``sysconfig``)
+    are read as characters and split into train, validation and test **by file**, never by line: a function
+    seen in training cannot reappear, in pieces, in the validation text. Which split a file falls in depends
+    only on its name (a hash), so the split is the same on every machine that has the file.
+
+    The vocabulary is the characters seen at least ``min_count`` times in the training files, plus ``<mask>``
+    for the masked language model; rarer characters (a few accented letters, symbols) become ``<unk>``.
+    Characters keep the vocabulary tiny and every string encodable; subword tokenization (BPE, as GPT-2 uses)
+    would make each token carry more text, so a context of ``T`` tokens would reach further back.
+    """
+
+    SPLITS = ("train", "valid", "test")
+
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+        min_count: int = 20,
+        min_chars: int = 100_000,
+        seed: int = 0,
+    ):
+        self.root = Path(root) if root is not None else Path(sysconfig.get_paths()["stdlib"])
+        if not self.root.is_dir():
+            raise FileNotFoundError(
+                f"no standard-library folder at {self.root}; pass root= a folder of .py files to read instead"
+            )
+        if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-9:
+            raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
+        self.seed = seed
+        files = sorted(self.root.glob("*.py"))
+        self.files: dict[str, list[Path]] = {name: [] for name in self.SPLITS}
+        for path in files:
+            self.files[self._split_of(path.name, fractions)].append(path)
+        self.text = {name: "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
+                     for name, paths in self.files.items()}
+        for name in self.SPLITS:
+            if len(self.text[name]) < min_chars * fractions[self.SPLITS.index(name)]:
+                raise ValueError(
+                    f"{self.root} holds too little Python source: the {name} split has {len(self.files[name])} "
+                    f"files and {len(self.text[name]):,} characters; {len(files)} .py files were found, and the "
+                    f"corpus needs at least {min_chars:,} characters in all"
+                )
+        counts: dict[str, int] = {}
+        for ch in self.text["train"]:
+            counts[ch] = counts.get(ch, 0) + 1
+        self.vocab = Vocab("".join(ch for ch, n in counts.items() if n >= min_count), extra_specials=(MASK,))
+        self.mask_id = self.vocab.stoi[MASK]
+        self._ids: dict[str, torch.Tensor] = {}
+
+    @staticmethod
+    def _split_of(name: str, fractions: tuple[float, float, float]) -> str:
+        """The split of file ``name``: a hash of the name read as a number in [0, 1)."""
+        u = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) / 16**8
+        return "train" if u < fractions[0] else "valid" if u < fractions[0] + fractions[1] else "test"
+
+    def ids(self, split: str) -> torch.Tensor:
+        """The whole split as one ``(N,)`` tensor of character ids (computed once)."""
+        if split not in self.SPLITS:
+            raise ValueError(f"split must be one of {self.SPLITS}, got {split!r}")
+        if split not in self._ids:
+            self._ids[split] = torch.tensor(self.vocab.encode(self.text[split]), dtype=torch.long)
+        return self._ids[split]
+
+    def batch(self, split: str, step: int, batch_size: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``batch_size`` windows of ``length + 1`` characters at positions drawn from ``(seed, split, step)``.
+
+        Returns ``(inputs (B, T), next_chars (B, T))``: the window without its last character, and the same
+        window shifted left by one (the characters a language model must predict).
+        """
+        data = self.ids(split)
+        if not 1 <= length < len(data):
+            raise ValueError(f"length must be in [1, {len(data) - 1}] for the {split} split, got {length}")
+        generator = torch.Generator().manual_seed(random.Random(f"{self.seed}/{split}/{step}").getrandbits(62))
+        starts = torch.randint(len(data) - length, (batch_size,), generator=generator)  # (B,)
+        windows = torch.stack([data[s : s + length + 1] for s in starts.tolist()])  # (B, T + 1)
+        return windows[:, :-1], windows[:, 1:]

@@ -24,6 +24,7 @@ from .data import Vocab, make_batch
 from .model import Transformer
 
 __all__ = [
+    "sampler",
     "greedy_decode",
     "sample_decode",
     "filter_top_k_top_p",
@@ -155,6 +156,18 @@ def sample_decode(
     included) is taken as its limit, the argmax: the same tokens as :func:`greedy_decode`. A negative, NaN or
     infinite temperature raises a ValueError. ``top_k=1`` is greedy at any temperature.
     """
+    return _generate(model, src, max_len, bos_id, eos_id, sampler(temperature, top_k, top_p, generator), use_cache)
+
+
+def sampler(
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The token-picking rule of :func:`sample_decode` as a function ``choose(log_probs (B, V)) -> (B,)``, for
+    any generation loop (the language models of :mod:`transformer_lib.lm` use it too). Arguments are checked
+    here, once, with the same rules as :func:`sample_decode`."""
     _check_temperature(temperature)
     _check_top_k_top_p(top_k, top_p)
 
@@ -164,7 +177,7 @@ def sample_decode(
         logits = filter_top_k_top_p(log_probs / temperature, top_k, top_p)  # (B, V)
         return torch.multinomial(logits.softmax(dim=-1), 1, generator=generator)[:, 0]
 
-    return _generate(model, src, max_len, bos_id, eos_id, choose, use_cache)
+    return choose
 
 
 @dataclass(frozen=True)

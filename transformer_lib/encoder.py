@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from ._arguments import check_positive_ints
-from .attention import MultiHeadAttention
+from .attention import KVCache, MultiHeadAttention
 from .layers import LayerNorm, PositionwiseFeedForward, ResidualSublayer
 
 __all__ = ["EncoderLayer", "Encoder", "LayerStack"]
@@ -35,9 +35,13 @@ class EncoderLayer(nn.Module):
         self.residual_attn = ResidualSublayer(d_model, dropout, norm_first)
         self.residual_ff = ResidualSublayer(d_model, dropout, norm_first)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``."""
-        x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask)[0])  # (B, T, d_model)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``.
+
+        ``cache``: a :class:`KVCache` when the layer serves as a GPT block generating one token at a time
+        (notebook 11); ``x`` then holds only the new tokens, and ``mask`` must be causal over cache + new.
+        """
+        x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask, cache=cache)[0])  # (B, T, d_model)
         return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
 
 

@@ -237,5 +237,8 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
                 seen.add(id(p))
                 total += p.numel()
         counts[name] = total
+    own = [p for p in model.parameters(recurse=False) if p.requires_grad and id(p) not in seen]
+    if own:  # parameters held by the model itself, outside any component
+        counts["own parameters"] = sum(p.numel() for p in own)
     counts["total"] = sum(counts.values())
     return counts

@@ -184,18 +184,10 @@ class Trainer:
         and FloatingPointError when the loss is not finite; warns (:class:`DivergenceWarning`) once when the
         loss exceeds ``DIVERGENCE_FACTOR`` times the first step's.
         """
-        loss_pad_id = getattr(self.loss_fn, "pad_id", batch.pad_id)
-        if loss_pad_id != batch.pad_id:
-            raise ValueError(f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}")
-        if batch.num_target_tokens == 0:
-            raise ValueError(
-                f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id is "
-                f"pad_id={batch.pad_id}): there is nothing to learn from it"
-            )
+        self._check_batch(batch)
         self.model.train()
-        batch = batch.to(self.device)
-        logits = self.model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-        loss = self.loss_fn(logits, batch.tgt_out)
+        logits, target, counted = self._forward(batch)  # (B, T, V), (B, T), (B, T) bool: positions scored
+        loss = self.loss_fn(logits, target)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at step {self.step}; lower the learning rate")
         self._warn_if_diverging(loss.item())
@@ -207,12 +199,30 @@ class Trainer:
         if self.scheduler is not None:
             self.scheduler.step()
         self.step += 1
-        real = batch.tgt_out != batch.pad_id  # (B, T)
-        accuracy = (logits.argmax(-1)[real] == batch.tgt_out[real]).float().mean().item()
+        accuracy = (logits.argmax(-1)[counted] == target[counted]).float().mean().item()
         self.history.loss.append(loss.item())
         self.history.token_accuracy.append(accuracy)
         self.history.lr.append(self.optimizer.param_groups[0]["lr"])
         return loss.item()
+
+    # The two methods below are what a batch of another kind changes (lm.LanguageModelTrainer overrides them).
+
+    def _check_batch(self, batch: Batch) -> None:
+        loss_pad_id = getattr(self.loss_fn, "pad_id", batch.pad_id)
+        if loss_pad_id != batch.pad_id:
+            raise ValueError(f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}")
+        if batch.num_target_tokens == 0:
+            raise ValueError(
+                f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id is "
+                f"pad_id={batch.pad_id}): there is nothing to learn from it"
+            )
+
+    def _forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Teacher forcing: the decoder reads ``tgt_in`` and is scored on ``tgt_out`` wherever it is not padding.
+        Returns ``(logits (B, T, V), target (B, T), counted (B, T) bool)``."""
+        batch = batch.to(self.device)
+        logits = self.model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+        return logits, batch.tgt_out, batch.tgt_out != batch.pad_id
 
     def _warn_if_diverging(self, loss: float) -> None:
         if self.history.loss and not self._warned_divergence and loss > DIVERGENCE_FACTOR * self.history.loss[0]:

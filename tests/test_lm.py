@@ -1,0 +1,215 @@
+"""The decoder-only and masked language models (notebook 11) and the standard-library text corpus."""
+
+import pytest
+import torch
+
+import transformer_lib as tl
+from transformer_lib.lm import IGNORE_INDEX, LMConfig, language_model_loss, mask_tokens
+
+
+def tiny_config(**changes) -> LMConfig:
+    return LMConfig(vocab_size=23, d_model=16, num_heads=2, d_ff=32, num_layers=2, dropout=0.0, max_len=40).replace(
+        **changes
+    )
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal"])
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_decoder_only_cannot_see_the_future(positional, norm_first):
+    torch.manual_seed(0)
+    model = tl.DecoderOnlyLM(tiny_config(positional=positional, norm_first=norm_first)).eval()
+    tokens = torch.randint(1, 23, (3, 12))  # (B, T)
+    changed = tokens.clone()
+    t = 5
+    changed[:, t + 1 :] = torch.randint(1, 23, (3, 12 - t - 1))  # every token after position t differs
+    before, after = model(tokens), model(changed)  # (B, T, V)
+    torch.testing.assert_close(before[:, : t + 1], after[:, : t + 1])
+    assert not torch.allclose(before[:, t + 1 :], after[:, t + 1 :])
+
+
+def test_masked_lm_sees_both_directions():
+    torch.manual_seed(0)
+    model = tl.MaskedLM(tiny_config(norm_first=False)).eval()
+    tokens = torch.randint(1, 23, (2, 10))
+    changed = tokens.clone()
+    changed[:, -1] = (tokens[:, -1] % 22) + 1  # change only the last token
+    assert not torch.allclose(model(tokens)[:, 0], model(changed)[:, 0])  # the first position notices
+
+
+def test_masked_lm_ignores_padding_keys():
+    torch.manual_seed(0)
+    model = tl.MaskedLM(tiny_config(norm_first=False)).eval()
+    tokens = torch.randint(1, 23, (1, 6))
+    padded = torch.cat([tokens, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # three <pad> after the text
+    torch.testing.assert_close(model(tokens), model(padded)[:, :6], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("sampling", [False, True])
+def test_cached_generation_equals_uncached(sampling):
+    torch.manual_seed(0)
+    model = tl.DecoderOnlyLM(tiny_config())
+    prompt = torch.randint(1, 23, (2, 4))
+
+    def run(use_cache):
+        choose = None
+        if sampling:
+            generator = torch.Generator().manual_seed(7)
+            choose = tl.decode.sampler(temperature=1.5, top_k=10, generator=generator)
+        return tl.lm.generate(model, prompt, 20, choose=choose, use_cache=use_cache)
+
+    cached, uncached = run(True), run(False)
+    assert cached.shape == (2, 24)
+    torch.testing.assert_close(cached, uncached, rtol=0, atol=0)
+    torch.testing.assert_close(cached[:, :4], prompt, rtol=0, atol=0)
+
+
+def test_generation_refuses_more_than_max_len():
+    model = tl.DecoderOnlyLM(tiny_config())
+    with pytest.raises(ValueError, match="max_len=40"):
+        tl.lm.generate(model, torch.ones(1, 30, dtype=torch.long), 11)
+
+
+def test_mask_tokens_follows_80_10_10_and_never_picks_specials():
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.randint(5, 50, (200, 500))  # (B, T): 100,000 maskable positions
+    tokens[:, -50:] = 0  # padding
+    mask_id = 4
+    inputs, targets = mask_tokens(tokens, mask_id, 50, special_ids=(0, 1, 2, 3), generator=generator)
+    picked = targets != IGNORE_INDEX
+    assert not picked[:, -50:].any()  # padding is never picked
+    assert (inputs[:, -50:] == 0).all()
+    share = picked[:, :-50].float().mean().item()
+    assert 0.14 < share < 0.16
+    masked = (inputs == mask_id) & picked
+    kept = (inputs == tokens) & picked
+    replaced = picked & ~masked & ~kept
+    n = picked.sum().item()
+    assert 0.78 < masked.sum().item() / n < 0.82
+    # a random replacement can draw the original token (1 in 46 here), so "kept" is a little above 10%
+    assert 0.09 < kept.sum().item() / n < 0.12
+    assert 0.08 < replaced.sum().item() / n < 0.11
+    assert ((inputs[replaced] >= 5) & (inputs[replaced] < 50)).all()  # never a special or the mask
+    torch.testing.assert_close(targets[picked], tokens[picked])
+    assert (inputs[~picked] == tokens[~picked]).all()  # positions not picked are untouched
+
+
+def test_masked_lm_loss_counts_only_masked_positions():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 6, 9)
+    targets = torch.full((2, 6), IGNORE_INDEX)
+    targets[0, 1], targets[1, 4] = 3, 7
+    expected = torch.stack([-logits[0, 1].log_softmax(-1)[3], -logits[1, 4].log_softmax(-1)[7]]).mean()
+    torch.testing.assert_close(language_model_loss(logits, targets), expected)
+    other = logits.clone()
+    other[0, 0] += 100.0  # a position that is not masked
+    torch.testing.assert_close(language_model_loss(other, targets), expected)
+
+
+def test_loss_shapes_must_agree():
+    with pytest.raises(ValueError, match=r"\(2, 6, 9\)"):
+        language_model_loss(torch.zeros(2, 6, 9), torch.zeros(2, 5, dtype=torch.long))
+
+
+def test_parameter_counts_of_published_configurations():
+    with torch.device("meta"):
+        gpt2 = tl.DecoderOnlyLM(LMConfig.gpt2_small())
+        bert = tl.MaskedLM(LMConfig.bert_base())
+    # GPT-2 small: exactly the 124,439,808 of the released model (tied output, learned positions, pre-LN)
+    assert tl.count_parameters(gpt2)["total"] == 124_439_808
+    # BERT-base: the released BertForMaskedLM has 109,514,298; ours lacks its token-type embedding (2 x 768)
+    # and the LayerNorm after its embeddings (2 x 768)
+    assert tl.count_parameters(bert)["total"] == 109_514_298 - 2 * 768 - 2 * 768
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="num_heads=5"):
+        tiny_config(num_heads=5)
+    with pytest.raises(ValueError, match="positional"):
+        tiny_config(positional="rotary")
+    with pytest.raises(ValueError, match="pad_id"):
+        tiny_config(pad_id=23)
+
+
+# --- the corpus -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return tl.PythonSourceCorpus()
+
+
+def test_corpus_splits_by_file_and_is_disjoint(corpus):
+    names = {split: {p.name for p in paths} for split, paths in corpus.files.items()}
+    assert names["train"] and names["valid"] and names["test"]
+    assert not names["train"] & names["valid"]
+    assert not names["train"] & names["test"]
+    assert not names["valid"] & names["test"]
+    all_files = {p.name for p in corpus.root.glob("*.py")}
+    assert names["train"] | names["valid"] | names["test"] == all_files
+    # the split of a file depends only on its name
+    assert tl.PythonSourceCorpus(fractions=(0.8, 0.1, 0.1)).files == corpus.files
+
+
+def test_corpus_batches_are_shifted_windows(corpus):
+    inputs, targets = corpus.batch("valid", step=3, batch_size=4, length=32)
+    assert inputs.shape == targets.shape == (4, 32)
+    torch.testing.assert_close(inputs[:, 1:], targets[:, :-1])
+    again, _ = corpus.batch("valid", step=3, batch_size=4, length=32)
+    torch.testing.assert_close(inputs, again)  # the same (seed, split, step) gives the same batch
+
+
+def test_corpus_vocab_has_a_mask_token(corpus):
+    assert corpus.vocab.itos[corpus.mask_id] == "<mask>"
+    assert "\n" in corpus.vocab.stoi and "d" in corpus.vocab.stoi
+
+
+def test_corpus_missing_folder_says_what_to_do(tmp_path):
+    with pytest.raises(FileNotFoundError, match="root="):
+        tl.PythonSourceCorpus(root=tmp_path / "nowhere")
+
+
+def test_corpus_too_small_is_a_clear_error(tmp_path):
+    (tmp_path / "one.py").write_text("x = 1\n")
+    with pytest.raises(ValueError, match="too little Python source"):
+        tl.PythonSourceCorpus(root=tmp_path)
+
+
+# --- training ----------------------------------------------------------------------------------------------
+
+
+def test_language_model_trainer_learns_and_resumes(corpus, tmp_path):
+    def run(steps, resume_from=None):
+        tl.seed_everything(0)
+        model = tl.DecoderOnlyLM(tiny_config(vocab_size=len(corpus.vocab), max_len=32))
+        optimizer, scheduler = tl.adam_with_warmup(model, 1e-2, 5, 40)
+        trainer = tl.lm.LanguageModelTrainer(model, optimizer, scheduler)
+        if resume_from is not None:
+            trainer.load_checkpoint(resume_from)
+        trainer.fit(lambda step: corpus.batch("train", step, 4, 32), steps, progress=False)
+        return trainer
+
+    straight = run(40)
+    assert straight.history.loss[-1] < 0.8 * straight.history.loss[0]
+    half = run(20)
+    half.save_checkpoint(tmp_path / "lm.pt")
+    resumed = run(40, resume_from=tmp_path / "lm.pt")
+    assert resumed.history.loss == pytest.approx(straight.history.loss)
+
+
+def test_language_model_trainer_refuses_a_batch_with_nothing_to_learn():
+    model = tl.DecoderOnlyLM(tiny_config())
+    trainer = tl.lm.LanguageModelTrainer(model, torch.optim.Adam(model.parameters()))
+    tokens = torch.ones(2, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match="IGNORE_INDEX"):
+        trainer.train_step((tokens, torch.full((2, 5), IGNORE_INDEX)))
+    with pytest.raises(TypeError, match="tuple"):
+        trainer.train_step(tokens)
+
+
+def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
+    class Uniform(torch.nn.Module):
+        def forward(self, tokens):
+            return torch.zeros(*tokens.shape, 23)
+
+    batches = [(torch.ones(2, 4, dtype=torch.long), torch.randint(0, 23, (2, 4)))]
+    assert tl.lm.perplexity(Uniform(), batches) == pytest.approx(23.0)

@@ -1,0 +1,354 @@
+"""Language models from the encoder's layers: a decoder-only model (GPT) and an encoder-only masked model (BERT).
+
+Nothing here is a second attention or layer: both models stack :class:`~transformer_lib.EncoderLayer`.
+
+- **Decoder-only** (GPT, Radford et al. 2018/2019): an encoder layer whose self-attention gets a *causal* mask
+  is a GPT block. Trained to predict token ``t + 1`` from tokens ``<= t``; generates one token at a time, with
+  the same :class:`~transformer_lib.KVCache` as the translation decoder.
+- **Encoder-only** (BERT, Devlin et al. 2019): the bidirectional encoder, trained to recover tokens hidden by
+  the 80/10/10 masking recipe (:func:`mask_tokens`); the loss counts only the hidden positions.
+
+Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, logits ``(B, T, V)``.
+"""
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._arguments import check_positive_ints, check_probability
+from .attention import KVCache
+from .encoder import Encoder
+from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
+from .masks import causal_mask, padding_mask
+from .model import POSITIONAL_KINDS
+from .train import Trainer
+
+__all__ = [
+    "LMConfig",
+    "DecoderOnlyLM",
+    "MaskedLM",
+    "LMCache",
+    "mask_tokens",
+    "language_model_loss",
+    "generate",
+    "perplexity",
+    "LanguageModelTrainer",
+    "IGNORE_INDEX",
+]
+
+IGNORE_INDEX = -100  # target value of positions the loss skips (F.cross_entropy's default ignore_index)
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """Sizes and options of a :class:`DecoderOnlyLM` or :class:`MaskedLM` (NOTATION.md for the symbols).
+
+    ``positional``: ``"learned"`` (GPT-2, BERT) or ``"sinusoidal"`` (the paper). ``norm_first``: pre-LN
+    (GPT-2) or post-LN (BERT, the paper). The output projection is always tied to the token embedding.
+    """
+
+    vocab_size: int
+    d_model: int = 768
+    num_heads: int = 12
+    d_ff: int = 3072
+    num_layers: int = 12
+    dropout: float = 0.1
+    max_len: int = 1024
+    positional: str = "learned"
+    norm_first: bool = True
+    pad_id: int = 0
+
+    def __post_init__(self):
+        check_positive_ints(
+            vocab_size=self.vocab_size,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            d_ff=self.d_ff,
+            num_layers=self.num_layers,
+            max_len=self.max_len,
+        )
+        check_probability(dropout=self.dropout)
+        if not 0 <= self.pad_id < self.vocab_size:
+            raise ValueError(f"pad_id={self.pad_id} is not a token id: it must satisfy 0 <= pad_id < {self.vocab_size}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
+        if self.positional not in POSITIONAL_KINDS:
+            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={self.positional!r}")
+
+    def replace(self, **changes) -> "LMConfig":
+        """A copy with some fields changed: ``config.replace(num_layers=2)``."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def gpt2_small(cls) -> "LMConfig":
+        """GPT-2 small (Radford et al. 2019): 12 pre-LN layers, d_model 768, 12 heads, 50257 BPE tokens, 1024
+        learned positions. Its published size is 124M parameters."""
+        return cls(vocab_size=50257, max_len=1024, positional="learned", norm_first=True)
+
+    @classmethod
+    def bert_base(cls) -> "LMConfig":
+        """BERT-base (Devlin et al. 2019): 12 post-LN layers, d_model 768, 12 heads, 30522 WordPiece tokens, 512
+        learned positions. Its published size is 110M parameters."""
+        return cls(vocab_size=30522, max_len=512, positional="learned", norm_first=False)
+
+    @classmethod
+    def cpu_char_masked(cls, vocab_size: int) -> "LMConfig":
+        """A masked (BERT-style) character model for the CPU (notebook 11): post-LN like BERT, 2 layers of
+        d_model 64 and the paper's sinusoidal positions, on windows of up to 64 characters. It is smaller than
+        :meth:`cpu_char` because the masked objective scores only 15% of the positions it reads, so it needs more
+        positions per CPU second."""
+        return cls(
+            vocab_size,
+            d_model=64,
+            num_heads=4,
+            d_ff=256,
+            num_layers=2,
+            dropout=0.0,
+            max_len=64,
+            positional="sinusoidal",
+            norm_first=False,
+        )
+
+    @classmethod
+    def cpu_char(cls, vocab_size: int, norm_first: bool = True) -> "LMConfig":
+        """A character model that trains on a CPU in about a minute (notebook 11): 3 layers, d_model 128, windows
+        of up to 128 characters (learned positions exist only for those)."""
+        return cls(
+            vocab_size,
+            d_model=128,
+            num_heads=4,
+            d_ff=512,
+            num_layers=3,
+            dropout=0.0,
+            max_len=128,
+            positional="learned",
+            norm_first=norm_first,
+        )
+
+
+@dataclass
+class LMCache:
+    """Per layer, the self-attention keys and values of the tokens generated so far."""
+
+    layers: list[KVCache] = field(default_factory=list)
+    length: int = 0  # how many tokens the cache holds
+
+
+class _EncoderStackLM(nn.Module):
+    """What both models share: embeddings, positions, a stack of encoder layers, and the tied output."""
+
+    def __init__(self, config: LMConfig):
+        super().__init__()
+        self.config = c = config
+        self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
+        self.positions = positions(c.d_model, c.max_len, c.dropout)
+        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, norm_first=c.norm_first)
+        for p in self.blocks.parameters():  # Xavier-uniform for every projection matrix, as model.Transformer
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def _check_tokens(self, tokens: torch.Tensor, start: int = 0) -> None:
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise ValueError(f"tokens must be a (B, T) tensor of ids, got {shape}")
+        if start + tokens.size(1) > self.config.max_len:
+            raise ValueError(
+                f"positions {start}..{start + tokens.size(1) - 1} exceed max_len={self.config.max_len}; "
+                "use a shorter input or a config with a larger max_len"
+            )
+
+    def hidden_states(
+        self, tokens: torch.Tensor, mask: torch.Tensor | None, cache: LMCache | None = None
+    ) -> torch.Tensor:
+        """``tokens (B, T)`` -> ``(B, T, d_model)``: embed, add positions, run every block (then the final norm)."""
+        start = cache.length if cache is not None else 0
+        x = self.positions(self.embed(tokens), start=start)  # (B, T, d_model)
+        for i, layer in enumerate(self.blocks.layers):
+            x = layer(x, mask, cache=cache.layers[i] if cache is not None else None)  # (B, T, d_model)
+        if cache is not None:
+            cache.length += tokens.size(1)
+        return self.blocks.final_norm(x)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``(B, T, d_model)`` -> ``(B, T, V)`` through the transposed token embedding (tied weights)."""
+        return hidden @ self.embed.weight.T
+
+
+class DecoderOnlyLM(_EncoderStackLM):
+    """GPT: encoder layers with a causal mask; ``forward(tokens (B, T)) -> logits (B, T, V)``.
+
+    The logits at position ``t`` predict token ``t + 1`` from tokens ``<= t`` only. With a ``cache`` (see
+    :meth:`new_cache`) ``tokens`` holds only the newest tokens; they sit after the cached ones and see them all.
+    """
+
+    def forward(self, tokens: torch.Tensor, cache: LMCache | None = None) -> torch.Tensor:
+        start = cache.length if cache is not None else 0
+        self._check_tokens(tokens, start)
+        mask = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)  # (1, 1, T, start + T)
+        return self.logits(self.hidden_states(tokens, mask, cache))  # (B, T, V)
+
+    def new_cache(self) -> LMCache:
+        return LMCache([KVCache() for _ in self.blocks.layers])
+
+
+class MaskedLM(_EncoderStackLM):
+    """BERT: the bidirectional encoder and a prediction head; ``forward(tokens (B, T)) -> logits (B, T, V)``.
+
+    Every position sees every other real (non-pad) token. The head is BERT's: a dense layer with GELU and a
+    LayerNorm, then the tied output projection with a bias of its own.
+    """
+
+    def __init__(self, config: LMConfig):
+        super().__init__(config)
+        self.head = MaskedLMHead(config.d_model, config.vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        self._check_tokens(tokens)
+        mask = padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T)
+        hidden = self.head(self.hidden_states(tokens, mask))  # (B, T, d_model)
+        return self.logits(hidden) + self.head.output_bias  # (B, T, V)
+
+
+class MaskedLMHead(nn.Module):
+    """BERT's prediction head before the tied output projection: ``LayerNorm(GELU(x W + b))``, plus the bias
+    that the output projection adds to each vocabulary entry (the projection's matrix is the embedding's)."""
+
+    def __init__(self, d_model: int, vocab_size: int):
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+        self.norm = LayerNorm(d_model)
+        self.output_bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.norm(F.gelu(self.dense(hidden)))  # (B, T, d_model)
+
+
+def mask_tokens(
+    tokens: torch.Tensor,
+    mask_id: int,
+    vocab_size: int,
+    special_ids: tuple[int, ...] = (0,),
+    rate: float = 0.15,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masking recipe: pick ``rate`` of the maskable positions; of those, 80% become ``mask_id``, 10% a
+    random token, 10% stay as they are. Returns ``(inputs (B, T), targets (B, T))``: targets hold the original
+    token at picked positions and :data:`IGNORE_INDEX` everywhere else, so the loss counts only picked ones.
+
+    ``special_ids`` (padding, ...) are never picked, and random replacements are never special tokens or the
+    mask itself. Keeping 10% unchanged makes the model produce a useful prediction for every token it sees,
+    not only for ``mask_id`` (which never appears when the model is used).
+    """
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    maskable = torch.ones_like(tokens, dtype=torch.bool)
+    for i in special_ids:
+        maskable &= tokens != i
+    draw = torch.rand(tokens.shape, generator=generator, device=tokens.device)  # (B, T)
+    picked = maskable & (draw < rate)
+    action = torch.rand(tokens.shape, generator=generator, device=tokens.device)  # (B, T): which of 80/10/10
+    to_mask = picked & (action < 0.8)
+    to_random = picked & (action >= 0.8) & (action < 0.9)
+    forbidden = torch.tensor(sorted({*special_ids, mask_id}), device=tokens.device)
+    allowed = torch.ones(vocab_size, dtype=torch.bool, device=tokens.device)
+    allowed[forbidden] = False
+    candidates = allowed.nonzero()[:, 0]  # ids a random replacement may take
+    random_ids = candidates[torch.randint(len(candidates), tokens.shape, generator=generator, device=tokens.device)]
+    inputs = torch.where(to_mask, torch.full_like(tokens, mask_id), tokens)
+    inputs = torch.where(to_random, random_ids, inputs)
+    targets = torch.where(picked, tokens, torch.full_like(tokens, IGNORE_INDEX))
+    return inputs, targets
+
+
+def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the positions whose target is not :data:`IGNORE_INDEX`.
+
+    ``logits (B, T, V)``, ``targets (B, T)``. For the decoder-only model every target counts (the next
+    character); for the masked model only the picked positions do.
+    """
+    if logits.shape[:-1] != targets.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must agree on (B, T)")
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+
+
+class LanguageModelTrainer(Trainer):
+    """A :class:`~transformer_lib.Trainer` for language models: the same steps, schedule, checkpoints and history,
+    on batches ``(inputs (B, T), targets (B, T))`` such as :meth:`PythonSourceCorpus.batch` returns (or
+    :func:`mask_tokens` makes). The loss is :func:`language_model_loss`; token accuracy counts the positions
+    whose target is not :data:`IGNORE_INDEX`.
+    """
+
+    def __init__(self, model: nn.Module, optimizer, scheduler=None, clip_grad_norm: float | None = 1.0, device="cpu"):
+        super().__init__(model, optimizer, scheduler, language_model_loss, clip_grad_norm, device)
+
+    def _check_batch(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
+        if not (isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(t, torch.Tensor) for t in batch)):
+            raise TypeError(
+                f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}"
+            )
+        inputs, targets = batch
+        if inputs.shape != targets.shape or inputs.dim() != 2:
+            raise ValueError(
+                f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}"
+            )
+        if not (targets != IGNORE_INDEX).any():
+            raise ValueError("every target of this batch is IGNORE_INDEX: there is nothing to learn from it")
+
+    def _forward(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        inputs, targets = (t.to(self.device) for t in batch)
+        return self.model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, batches) -> float:
+    """``exp`` of the mean per-token loss over ``batches`` of ``(inputs, targets)``, every counted token weighted
+    equally: the number of equally likely characters the model is, on average, choosing between."""
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, targets in batches:
+        n = int((targets != IGNORE_INDEX).sum())
+        total += language_model_loss(model(inputs), targets).item() * n
+        count += n
+    if count == 0:
+        raise ValueError("perplexity needs at least one counted target token")
+    return math.exp(total / count)
+
+
+@torch.no_grad()
+def generate(
+    model: DecoderOnlyLM,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    choose=None,
+    use_cache: bool = True,
+) -> torch.Tensor:
+    """Continue ``prompt (B, T0)`` by ``max_new_tokens`` tokens; returns ``(B, T0 + max_new_tokens)``.
+
+    ``choose(log_probs (B, V)) -> (B,)`` picks each next token (greedy by default); build a sampling one with
+    :func:`transformer_lib.decode.sampler`. With ``use_cache`` each step feeds only the newest token and the
+    :class:`LMCache` supplies the keys and values of the earlier ones; without it each step re-reads the
+    whole sequence. Both give the same tokens.
+    """
+    if prompt.dim() != 2 or prompt.size(1) < 1:
+        raise ValueError(f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if prompt.size(1) + max_new_tokens > model.config.max_len:
+        raise ValueError(
+            f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "
+            f"max_len={model.config.max_len}"
+        )
+    choose = choose if choose is not None else (lambda log_probs: log_probs.argmax(dim=-1))
+    model.eval()
+    cache = model.new_cache() if use_cache else None
+    tokens = prompt
+    for _ in range(max_new_tokens):
+        new = tokens if cache is None else tokens[:, cache.length :]  # only unseen tokens when cached
+        log_probs = model(new, cache=cache)[:, -1].log_softmax(dim=-1)  # (B, V)
+        tokens = torch.cat([tokens, choose(log_probs)[:, None]], dim=1)  # (B, t + 1)
+    return tokens
