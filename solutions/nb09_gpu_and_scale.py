@@ -12,15 +12,12 @@ def my_shard_loss(logits, target, global_tokens, world_size):
 
 ANSWERS = {
     "2": (
-        "float16's range. It has 5 exponent bits: its smallest normal number is 2^-14, about 6.1e-5, and its "
-        "smallest subnormal 2^-24, about 6e-8; anything smaller rounds to zero. bfloat16 keeps float32's 8 exponent "
-        "bits (smallest normal about 1.2e-38) and gives up mantissa bits instead, so it has float32's range. Many "
-        "gradient values, especially of weights deep in the network and of a loss averaged over many tokens, are "
-        "far below 1e-5: in float16 they lose precision or underflow to zero, and those weights stop learning "
-        "(Micikevicius et al. 2018, 'Mixed Precision Training', plot activation gradients of a detector network, "
-        "a large share of them below float16's range). The GradScaler "
-        "multiplies the loss by a large factor before backward, so the gradients land inside float16's range, "
-        "divides them by the same factor before the optimizer step, and skips a step whose gradients overflowed to "
-        "inf or NaN, lowering the factor."
+        "Every query must still meet every key: the T x T dot products q·k and the weighted sum over T values are "
+        "O(T^2 · d_k) arithmetic per head whatever the kernel does; a fused kernel only avoids storing the T x T "
+        "matrix and moving it through main memory. To grow more slowly the model itself must change so that each "
+        "query sees fewer keys or the keys are summarised: local or sliding-window attention (each query sees w "
+        "keys: O(T · w)), sparse patterns (Child et al. 2019, 'Generating Long Sequences with Sparse "
+        "Transformers'), or linear attention that replaces softmax(QK^T)V by a kernel feature map (Katharopoulos "
+        "et al. 2020, 'Transformers are RNNs'). Each changes what the model can compute, not just how fast."
     ),
 }

@@ -291,12 +291,12 @@ def test_a_truncated_checkpoint(tmp_path):
     path = trainer.save_checkpoint(tmp_path / "ckpt.pt")
     path.write_bytes(path.read_bytes()[:64])
     with pytest.raises(tl.CheckpointError, match="ckpt.pt': it is truncated, corrupt or not a torch file"):
-        tl.read_checkpoint(path)
+        tl.train.read_checkpoint(path)
 
 
 def test_a_missing_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError):
-        tl.read_checkpoint(tmp_path / "missing.pt")
+        tl.train.read_checkpoint(tmp_path / "missing.pt")
 
 
 # ------------------------------------------------------------------------------------------------ decoding

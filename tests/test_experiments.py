@@ -215,6 +215,9 @@ def test_judge_own_row_trains_the_row_and_reports_the_prediction():
         ((ex.Row("x", "C", {"d_ff": 64}), 0.5), "a number >= 1"),
         ((ex.Row("x", "C", {"d_ff": 32}), "same"), "changes nothing"),
         ((ex.Row("x", "A", {"num_heads": 1}), "same"), "already has this row"),
+        (({"num_heads": 1, "d_ff": 32}, "same"), "already has this row"),  # d_ff=32 is the base's: row A h=1
+        (({"num_heads": 1, "d_k": 16}, "same"), "already has this row"),  # d_k = d_model / h: row A h=1
+        (({"num_heads": 0}, "same"), "not a valid model"),
         ((ex.Row("x", "A", {"num_heads": 3}), "same"), "not a valid model"),
         ((ex.Row("x", "C", {"num_layers": 40}), "lower"), "within 4x"),
     ],

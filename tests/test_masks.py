@@ -32,17 +32,17 @@ def test_masks_combine_with_and():
 
 def test_check_mask_names_shapes_in_its_error():
     with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 8, 5, 5\)"):
-        tl.check_mask(torch.ones(2, 1, 1, 7, dtype=torch.bool), (2, 8, 5, 5))
+        tl.masks.check_mask(torch.ones(2, 1, 1, 7, dtype=torch.bool), (2, 8, 5, 5))
 
 
 def test_check_mask_refuses_a_mask_that_would_grow_the_scores():
     with pytest.raises(ValueError, match="cannot broadcast"):
-        tl.check_mask(torch.ones(3, 1, 1, 5, dtype=torch.bool), (1, 8, 5, 5))
+        tl.masks.check_mask(torch.ones(3, 1, 1, 5, dtype=torch.bool), (1, 8, 5, 5))
 
 
 def test_check_mask_refuses_non_bool_masks():
     with pytest.raises(TypeError, match="dtype torch.bool"):
-        tl.check_mask(torch.ones(1, 1, 5, 5), (2, 8, 5, 5))
+        tl.masks.check_mask(torch.ones(1, 1, 5, 5), (2, 8, 5, 5))
 
 
 @pytest.mark.parametrize("bad", [(0, 3), (3, 2)])

@@ -168,10 +168,10 @@ def test_the_cpu_recipe_is_one_frozen_object_that_train_task_reads(monkeypatch):
 def test_train_task_refuses_a_config_that_disagrees_with_the_recipe_or_the_task():
     task = tl.CopyTask(num_test=10, num_valid=10)
     config = tl.TransformerConfig.cpu_tiny(len(task.vocab))
-    with pytest.raises(ValueError, match=r"config.label_smoothing=0.1 but recipe.eps_ls=0.0"):
-        tl.train_task(task, config.replace(label_smoothing=0.1), steps=3, warmup=1, progress=False)
+    with pytest.raises(ValueError, match=r"config.label_smoothing=0.2 but recipe.eps_ls=0.1"):
+        tl.train_task(task, config.replace(label_smoothing=0.2), steps=3, warmup=1, eps_ls=0.1, progress=False)
     with pytest.raises(ValueError, match="config.pad_id=3 but the task's vocabulary pads with 0"):
-        tl.train_task(task, config.replace(pad_id=3), steps=3, warmup=1, progress=False)
+        tl.train_task(task, config.replace(pad_id=3), steps=3, warmup=1, eps_ls=0.0, progress=False)
     with pytest.raises(TypeError, match="unexpected keyword argument 'learning_rate'"):
         tl.train_task(task, learning_rate=1e-3)
 

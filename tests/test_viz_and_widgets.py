@@ -15,7 +15,7 @@ from transformer_lib import viz, widgets
 def test_every_plot_returns_a_figure():
     weights = torch.softmax(torch.randn(4, 5, 6), -1)
     task = tl.CopyTask(num_test=5)
-    trainer_history = tl.History(loss=[3.0, 2.0, 1.0] * 10, token_accuracy=[0.1, 0.5, 0.9] * 10, lr=[1e-3] * 30)
+    trainer_history = tl.train.History(loss=[3.0, 2.0, 1.0] * 10, token_accuracy=[0.1, 0.5, 0.9] * 10, lr=[1e-3] * 30)
     mha, x = tl.MultiHeadAttention(8, 2), torch.randn(1, 3, 8)
     with tl.trace_shapes(mha) as trace:
         mha(x, x, x)
@@ -89,7 +89,7 @@ def test_widget_pictures_are_retina_pngs():
     pixel_width = int.from_bytes(explorer.png[16:20], "big")  # from the PNG header
     assert image.width == pixel_width // 2  # shown at half its pixel width: sharp on a HiDPI screen
     with pytest.raises(ValueError, match="the trace recorded no module calls"):
-        viz.plot_shape_flow(tl.ShapeTrace())
+        viz.plot_shape_flow(tl.shapes.ShapeTrace())
 
 
 def changed(widget, control, value):
@@ -175,7 +175,7 @@ def date_model():
 def test_attention_explorer_follows_text_kind_layer_head_and_query(date_model):
     model, vocab = date_model
     explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=12)
-    assert list(explorer.KINDS) == ["self", "masked self", "cross"]  # tl.attention_kind's names
+    assert list(explorer.KINDS) == ["self", "masked self", "cross"]  # tl.capture.attention_kind's names
     assert explorer.controls["layer"].max == 1 and explorer.controls["head"].max == 3
     assert explorer.state["weights"].shape[1] == len("3 march 1987")  # cross: keys are source characters
     for control, value in (("head", 3), ("layer", 1), ("query", 2), ("scale", "own"), ("kind", "self")):

@@ -1,14 +1,16 @@
 """transformer_lib: the Transformer of "Attention Is All You Need", one small tested module per idea.
 
-Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``.
+Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``. The top level holds
+the names that the notebooks, the solutions and the README use; everything else stays in its module, e.g.
+``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.shapes.ShapeTrace``.
 """
 
 from . import checks, lm
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
-from .capture import AttentionCapture, attention_kind, capture_attention
-from .data import DATE_FORMATS, Batch, CopyTask, DateTask, PythonSourceCorpus, Seq2SeqTask, Vocab, make_batch
+from .capture import capture_attention
+from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
-from .decoder import Decoder, DecoderCache, DecoderLayer
+from .decoder import DecoderLayer
 from .encoder import Encoder, EncoderLayer
 from .interop import copy_from_torch
 from .layers import (
@@ -20,14 +22,13 @@ from .layers import (
     sinusoidal_encoding,
 )
 from .lm import DecoderOnlyLM, LMConfig, MaskedLM
-from .masks import causal_mask, check_mask, padding_mask
+from .masks import causal_mask, padding_mask
 from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
-from .shapes import ShapeRecord, ShapeTrace, describe, trace_shapes
+from .shapes import trace_shapes
 from .train import (
     CPU_RECIPE,
     CheckpointError,
-    History,
     LabelSmoothingLoss,
     Trainer,
     TrainingRecipe,
@@ -35,7 +36,6 @@ from .train import (
     load_model_weights,
     noam_lr,
     paper_optimizer,
-    read_checkpoint,
     smoothed_targets,
     train_task,
     warmup_linear_decay,

@@ -459,11 +459,16 @@ def judge_own_row(
             f"the prediction should be 'lower', 'same' or 'higher' (than the base row's dev perplexity), or a "
             f"perplexity (a number >= 1: a model can do no better than 1), got {prediction!r}"
         )
-    as_base = {"positional": "sinusoidal", "d_k": grid.base["d_model"] // grid.base["num_heads"], **grid.base}
-    if all(as_base.get(key) == value for key, value in row.changes.items()):
+    # The row's own default d_k is d_model // h of its own width and heads ({"num_heads": 1, "d_k": 16} is new).
+    d_model, heads = (row.changes.get(key, grid.base[key]) for key in ("d_model", "num_heads"))
+    own_d_k = d_model // heads if isinstance(d_model, int) and isinstance(heads, int) and heads > 0 else None
+    as_base = {"positional": "sinusoidal", **grid.base, "d_k": own_d_k}
+    # What the row really changes: {"num_heads": 1, "d_ff": <the base's d_ff>} is the grid's row "A h=1".
+    effective = {key: value for key, value in row.changes.items() if as_base.get(key) != value}
+    if not effective:
         raise ValueError(f"row {row.name!r} changes nothing of the base model {grid.base}: change one thing")
     for existing in grid.rows:
-        if existing.changes == row.changes:
+        if existing.changes == effective:
             raise ValueError(f"the grid already has this row ({existing.name!r}): predict a row of your own")
     base = [s for s in summarise(results, grid.name) if s["config"] == "base"]
     if not base or base[0]["seeds"] < 2:

@@ -7,7 +7,8 @@ Run it with two CPU processes (gloo backend):
 
 Each process computes the gradient of its shard; ``DistributedDataParallel`` all-reduces them into their
 mean. When every shard holds the same number of target tokens, that mean is exactly the gradient of one big
-batch, which :func:`compare_with_big_batch` checks.
+batch, which :func:`compare_with_big_batch` checks; :func:`train_data_parallel` then trains for several steps
+and shows the loss going down while every process keeps identical weights.
 """
 
 
@@ -21,22 +22,31 @@ from .model import Transformer, TransformerConfig
 from .runtime import seed_everything
 from .train import LabelSmoothingLoss
 
-__all__ = ["compare_with_big_batch", "main"]
+__all__ = ["compare_with_big_batch", "train_data_parallel", "main"]
 
 
 def _gradients(model: nn.Module) -> list[torch.Tensor]:
     return [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
 
 
+def _equal_length_task() -> CopyTask:
+    """Strings of one length: every shard of a batch has the same number of target tokens."""
+    return CopyTask(min_len=6, max_len=6, seed=0)
+
+
+def _fresh_model(task: CopyTask) -> Transformer:
+    seed_everything(0)  # identical initial weights in every process (DDP also broadcasts rank 0's)
+    return Transformer(TransformerConfig.cpu_tiny(len(task.vocab)).replace(dropout=0.0))
+
+
 def compare_with_big_batch(rank: int, world_size: int, batch_size: int = 8) -> float:
     """In process ``rank`` of ``world_size`` (a process group must be initialised): the largest difference
     between the DDP-averaged gradient and the gradient of the whole batch computed in this one process."""
-    task = CopyTask(min_len=6, max_len=6, seed=0)  # equal lengths: every shard has the same token count
+    task = _equal_length_task()
     pairs = task.train_pairs(step=0, batch_size=batch_size * world_size)  # the same global batch everywhere
     loss_fn = LabelSmoothingLoss(0.1)
 
-    seed_everything(0)  # identical initial weights in every process (DDP also broadcasts rank 0's)
-    model = Transformer(TransformerConfig.cpu_tiny(len(task.vocab)).replace(dropout=0.0))
+    model = _fresh_model(task)
     big = make_batch(pairs, task.vocab)
     loss_fn(model(big.src, big.tgt_in), big.tgt_out).backward()
     big_batch_gradients = _gradients(model)
@@ -49,21 +59,55 @@ def compare_with_big_batch(rank: int, world_size: int, batch_size: int = 8) -> f
     return max((a - b).abs().max().item() for a, b in zip(averaged, big_batch_gradients, strict=True))
 
 
+def train_data_parallel(
+    rank: int, world_size: int, steps: int = 40, batch_size: int = 16, lr: float = 3e-3
+) -> tuple[list[float], float]:
+    """Train the copy task with DDP for ``steps`` steps; process ``rank`` takes its ``batch_size`` pairs of every
+    global batch of ``batch_size * world_size``. Returns the loss of the whole global batch at each step (the
+    processes' losses averaged with an all-reduce; equal shards make that the big batch's mean) and, after
+    training, the largest difference between this process's weights and any other process's."""
+    task = _equal_length_task()
+    ddp_model = DistributedDataParallel(_fresh_model(task))
+    optimizer = torch.optim.Adam(ddp_model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    loss_fn = LabelSmoothingLoss(0.0)
+    losses = []
+    for step in range(steps):
+        pairs = task.train_pairs(step, batch_size * world_size)  # the same global batch in every process
+        shard = make_batch(pairs[rank * batch_size : (rank + 1) * batch_size], task.vocab)
+        loss = loss_fn(ddp_model(shard.src, shard.tgt_in), shard.tgt_out)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # DDP averages the gradients across processes here
+        optimizer.step()  # the same averaged gradient, so the same step, in every process
+        global_loss = loss.detach().clone()
+        dist.all_reduce(global_loss)  # sum over processes
+        losses.append(global_loss.item() / world_size)
+    weights = torch.cat([p.detach().flatten() for p in ddp_model.parameters()])  # (num_parameters,)
+    highest, lowest = weights.clone(), weights.clone()
+    dist.all_reduce(highest, op=dist.ReduceOp.MAX)
+    dist.all_reduce(lowest, op=dist.ReduceOp.MIN)
+    return losses, (highest - lowest).max().item()
+
+
 def main() -> None:
-    """Entry point for ``torchrun``: compare, print from rank 0, fail unless the gradients agree."""
+    """Entry point for ``torchrun``: compare gradients, then train; print from rank 0; fail unless the
+    gradients agree, the replicas stay identical and the loss went down."""
     dist.init_process_group("gloo")
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)  # one core per process
-    diff = compare_with_big_batch(rank, world_size)
-    worst = torch.tensor(diff)
+    worst = torch.tensor(compare_with_big_batch(rank, world_size))
     dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+    losses, replica_gap = train_data_parallel(rank, world_size)
     if rank == 0:
         print(f"{world_size} processes, gloo backend")
         print(f"max |DDP-averaged gradient - big-batch gradient| = {worst.item():.1e}")
         print("equal to one big batch:", worst.item() < 1e-6)
+        print(f"training {len(losses)} data-parallel steps, loss of the global batch:")
+        for step in (0, *range(9, len(losses), 10)):
+            print(f"  step {step + 1:3d}: {losses[step]:.3f}")
+        print(f"max weight difference between processes after training: {replica_gap:.1e}")
     dist.barrier()  # nobody tears the group down while another process still talks to it
     dist.destroy_process_group()
-    if worst.item() >= 1e-6:
+    if worst.item() >= 1e-6 or replica_gap > 1e-6 or not losses[-1] < losses[0] / 2:
         raise SystemExit(1)
 
 

@@ -387,9 +387,10 @@ class TrainingRecipe:
         return dataclasses.replace(self, **changes)
 
 
-# The CPU recipe of notebooks 06 and 07 and train_task. With TransformerConfig.cpu_tiny and seed 0 it reached
-# exact match 1.000 on the date task's validation split and 0.999 on its test split; notebook 06 times it.
-CPU_RECIPE = TrainingRecipe(steps=1600, batch_size=64, lr=3e-3, warmup=100, eps_ls=0.0)
+# The CPU recipe of notebooks 06 and 07 and train_task. eps_ls is the paper's 0.1: a matched comparison with 0
+# over three seeds (results/label_smoothing.py and .csv, shown in notebook 06) found it no slower on the date
+# task; with TransformerConfig.cpu_tiny every run reached exact match 1.000 on the validation split at step 1600.
+CPU_RECIPE = TrainingRecipe(steps=1600, batch_size=64, lr=3e-3, warmup=100, eps_ls=0.1)
 
 
 def train_task(

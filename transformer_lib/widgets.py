@@ -382,7 +382,7 @@ class AttentionExplorer(FigureWidget):
     """Type a source text; see every layer's and head's attention in a trained :class:`Transformer`.
 
     The model translates the text greedily, then one forward pass over ``(source, <bos> + translation)`` is
-    captured. ``kind`` is one of ``tl.capture.ATTENTION_KINDS`` (the names ``tl.attention_kind`` gives):
+    captured. ``kind`` is one of ``tl.capture.ATTENTION_KINDS`` (the names ``tl.capture.attention_kind`` gives):
     ``"self"`` (encoder), ``"masked self"`` (decoder) or ``"cross"``. The layer, head and query sliders take
     their bounds from the model and the current text; the source redraws when you press Enter.
     """
