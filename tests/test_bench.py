@@ -59,6 +59,14 @@ def test_peak_memory_counts_a_tensor_that_lives_inside_the_call():
     assert peak >= 4.0
 
 
+def test_peak_memory_on_the_cpu_writes_nothing_to_stderr(capfd):
+    """The profiler's native `USDT: ... profiler_start/stop` lines must not reach stderr (they clutter notebook 09)."""
+    peak = bench.peak_memory_MiB(lambda: torch.ones(2**18).sum(), torch.device("cpu"))
+    captured = capfd.readouterr()
+    assert peak > 0
+    assert "profiler_start" not in captured.err and "USDT" not in captured.err, captured.err
+
+
 def test_recipe_mode_reports_time_and_exact_match(capsys, monkeypatch):
     monkeypatch.setattr(
         bench, "recipe_check", lambda: {"train_s": 31.5, "valid_exact_match": 0.998, "test_exact_match": 1.0}

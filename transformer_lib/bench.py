@@ -8,9 +8,12 @@ allocation and free that ``torch.profiler`` records with ``profile_memory=True``
 """
 
 import argparse
+import contextlib
+import os
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
@@ -44,6 +47,26 @@ def time_call(fn: Callable[[], object], device: torch.device, repeats: int = 10,
     return statistics.median(times)
 
 
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null while the block runs, then restore it.
+
+    The CPU profiler's native code writes ``USDT: ... profiler_start`` / ``profiler_stop`` lines straight to the
+    process's stderr descriptor, where ``sys.stderr`` redirection cannot reach them; in a notebook they land in the
+    cell's output. Python exceptions still propagate as usual.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def peak_memory_MiB(fn: Callable[[], object], device: torch.device) -> float:
     """Peak of the memory allocated while ``fn()`` runs, above what was allocated before it, in MiB.
 
@@ -64,7 +87,7 @@ def peak_memory_MiB(fn: Callable[[], object], device: torch.device) -> float:
         raise ValueError(f"peak memory is measured on cpu or cuda, got device {device}")
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = fn()
     del result
     # The public events API folds allocations into their operators; the raw kineto events keep each one.
