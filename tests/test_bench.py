@@ -57,3 +57,34 @@ def test_attention_memory_measures_a_quadratic_explicit_peak_and_a_smaller_fused
 def test_peak_memory_counts_a_tensor_that_lives_inside_the_call():
     peak = bench.peak_memory_MiB(lambda: torch.ones(2**20).sum(), torch.device("cpu"))  # 4 MiB, freed inside
     assert peak >= 4.0
+
+
+def test_peak_memory_on_the_cpu_writes_nothing_to_stderr(capfd):
+    """The profiler's native `USDT: ... profiler_start/stop` lines must not reach stderr (they clutter notebook 09)."""
+    peak = bench.peak_memory_MiB(lambda: torch.ones(2**18).sum(), torch.device("cpu"))
+    captured = capfd.readouterr()
+    assert peak > 0
+    assert "profiler_start" not in captured.err and "USDT" not in captured.err, captured.err
+
+
+def test_recipe_mode_reports_time_and_exact_match(capsys, monkeypatch):
+    monkeypatch.setattr(
+        bench, "recipe_check", lambda: {"train_s": 31.5, "valid_exact_match": 0.998, "test_exact_match": 1.0}
+    )
+    bench.main(["--recipe"])
+    out = capsys.readouterr().out
+    assert "trained in 31.5 s; exact match: validation 0.998, test 1.000" in out
+    assert "Self-attention" not in out  # only the recipe runs
+
+
+def test_recipe_check_trains_the_date_task_and_scores_both_held_out_splits(monkeypatch):
+    import transformer_lib as tl
+
+    monkeypatch.setattr(
+        bench,
+        "train_task",
+        lambda task, seed, progress: tl.train_task(task, steps=20, warmup=5, seed=seed, progress=progress),
+    )
+    result = bench.recipe_check()
+    assert set(result) == {"train_s", "valid_exact_match", "test_exact_match"}
+    assert 0.0 <= result["valid_exact_match"] <= 1.0 and result["train_s"] > 0

@@ -19,12 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import check_positive_ints, check_probability
 from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
-from .model import POSITIONAL_KINDS
+from .model import check_config
 from .train import Trainer
 
 __all__ = [
@@ -63,21 +62,7 @@ class LMConfig:
     pad_id: int = 0
 
     def __post_init__(self):
-        check_positive_ints(
-            vocab_size=self.vocab_size,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            d_ff=self.d_ff,
-            num_layers=self.num_layers,
-            max_len=self.max_len,
-        )
-        check_probability(dropout=self.dropout)
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id={self.pad_id} is not a token id: it must satisfy 0 <= pad_id < {self.vocab_size}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
-        if self.positional not in POSITIONAL_KINDS:
-            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={self.positional!r}")
+        check_config(self, {"vocab_size": self.vocab_size}, probabilities=("dropout",), flags=("norm_first",))
 
     def replace(self, **changes) -> "LMConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""

@@ -13,9 +13,46 @@ from .encoder import Encoder
 from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
 
-__all__ = ["TransformerConfig", "Transformer", "count_parameters"]
+__all__ = ["check_config", "TransformerConfig", "Transformer", "count_parameters"]
 
 POSITIONAL_KINDS = ("sinusoidal", "learned")
+
+
+def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, ...], flags: tuple[str, ...]) -> None:
+    """The checks every model config shares (:class:`TransformerConfig`, and ``lm.LMConfig`` of notebook 11).
+
+    Positive whole sizes, probabilities in [0, 1), NumPy numbers stored as Python numbers (a config built from a
+    grid or a CSV compares and prints like any other), ``flags`` that are real bools, a ``pad_id`` inside every
+    vocabulary, a known kind of ``positional`` encoding, and ``d_model`` divisible by ``num_heads``. Every error
+    names the field and its value.
+    """
+    c = config
+    check_positive_ints(
+        **vocab_sizes, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, num_layers=c.num_layers, max_len=c.max_len
+    )
+    check_probability(**{name: getattr(c, name) for name in probabilities})
+    for field in dataclasses.fields(c):  # NumPy scalars (from a grid, a CSV) become Python numbers
+        value = getattr(c, field.name)
+        if is_int(value) and not isinstance(value, int):
+            object.__setattr__(c, field.name, int(value))
+        elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
+            object.__setattr__(c, field.name, float(value))
+    for name in flags:
+        value = getattr(c, name)
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+    if not is_int(c.pad_id):
+        raise TypeError(f"pad_id must be an int, got {c.pad_id!r} of type {type(c.pad_id).__name__}")
+    smallest_vocab = min(vocab_sizes.values())
+    if not 0 <= c.pad_id < smallest_vocab:
+        sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
+        raise ValueError(
+            f"pad_id={c.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} ({sizes})"
+        )
+    if c.positional not in POSITIONAL_KINDS:
+        raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={c.positional!r}")
+    if c.d_model % c.num_heads:
+        raise ValueError(f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}")
 
 
 @dataclass(frozen=True)
@@ -46,40 +83,12 @@ class TransformerConfig:
     positional: str = "sinusoidal"
 
     def __post_init__(self):
-        check_positive_ints(
-            src_vocab_size=self.src_vocab_size,
-            tgt_vocab_size=self.tgt_vocab_size,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            d_ff=self.d_ff,
-            num_layers=self.num_layers,
-            max_len=self.max_len,
+        check_config(
+            self,
+            {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
+            probabilities=("dropout", "attention_dropout", "label_smoothing"),
+            flags=("norm_first", "share_embeddings"),
         )
-        check_probability(
-            dropout=self.dropout, attention_dropout=self.attention_dropout, label_smoothing=self.label_smoothing
-        )
-        for field in dataclasses.fields(self):  # NumPy scalars (from a grid, a CSV) become Python numbers
-            value = getattr(self, field.name)
-            if is_int(value) and not isinstance(value, int):
-                object.__setattr__(self, field.name, int(value))
-            elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
-                object.__setattr__(self, field.name, float(value))
-        for name in ("norm_first", "share_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                value = getattr(self, name)
-                raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
-        if not is_int(self.pad_id):
-            raise TypeError(f"pad_id must be an int, got {self.pad_id!r} of type {type(self.pad_id).__name__}")
-        smallest_vocab = min(self.src_vocab_size, self.tgt_vocab_size)
-        if not 0 <= self.pad_id < smallest_vocab:
-            raise ValueError(
-                f"pad_id={self.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} "
-                f"(src_vocab_size={self.src_vocab_size}, tgt_vocab_size={self.tgt_vocab_size})"
-            )
-        if self.positional not in POSITIONAL_KINDS:
-            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={self.positional!r}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True needs one vocabulary, got "
