@@ -480,8 +480,9 @@ _ATTENTION_BUGS = [  # (hint, the knobs of _attend that make the bug): for check
      "float('-inf'))`.", {"keep": lambda m: ~m}),
     ("masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with float('-inf') so softmax "
      "gives exactly 0.", {"fill": 0.0}),
-    ("every sequence got the first sequence's mask. Each row of a batch is padded differently: keep the mask's batch "
-     "axis, (B, 1, 1, T_k), and let it broadcast over heads and queries.", {"keep": lambda m: m[:1].expand_as(m)}),
+    ("every sequence got the first sequence's mask, but each row of a batch is padded differently. Hint: keep the "
+     "mask's batch axis, (B, 1, 1, T_k), and let it broadcast over heads and queries.",
+     {"keep": lambda m: m[:1].expand_as(m)}),
 ]
 _LAYER_BUGS = [  # (hint, the knobs of _encoder / _decoder)
     ("post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the residual sum, `norm(x + "
