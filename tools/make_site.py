@@ -77,6 +77,7 @@ def build(out: Path) -> list[Path]:
         shutil.rmtree(out)
     (out / "notebooks").mkdir(parents=True)
     shutil.copytree(ROOT / "images", out / "images", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copy(ROOT / "NOTATION.md", out / "NOTATION.md")  # the notation card the pages link to
     sources = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     exporter = HTMLExporter()
     described, rows, written = readme_rows(), [], []

@@ -55,13 +55,14 @@ def write_lab_settings(settings_dir: Path) -> None:
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
-    """A JupyterLab server, as ``make lab`` starts it, on a copy of the repository's notebooks and images (running
-    a notebook saves its outputs); yields ``(base_url, token, log_path)``."""
+    """A JupyterLab server, as ``make lab`` starts it, on a copy of the repository's notebooks, images, results and
+    notation card (running a notebook saves its outputs); yields ``(base_url, token, log_path)``."""
     require_browser()
     work = tmp_path_factory.mktemp("lab")
     root = work / "course"
-    shutil.copytree(ROOT / "notebooks", root / "notebooks")
-    shutil.copytree(ROOT / "images", root / "images")
+    for folder in ("notebooks", "images", "results"):  # results/: notebooks 06 and 10 read the committed runs
+        shutil.copytree(ROOT / folder, root / folder)
+    shutil.copy(ROOT / "NOTATION.md", root / "NOTATION.md")
     write_lab_settings(work / "settings")
     token, port = secrets.token_hex(16), free_port()
     env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(work / "settings"), "OMP_NUM_THREADS": "1",
