@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from .attention import MultiHeadAttention
 from .data import StringProgramTask, make_batch
 from .decode import exact_match
-from .model import Transformer, TransformerConfig, count_parameters
+from .model import Transformer, TransformerConfig, count_parameters, init_projections
 from .runtime import pick_device, seed_everything
 from .train import LabelSmoothingLoss, Trainer, adam_with_warmup
 
@@ -264,7 +264,7 @@ def build_model(config: TransformerConfig, d_k: int | None = None) -> Transforme
             if hasattr(layer, name):
                 setattr(layer, name, MultiHeadAttention(config.d_model, config.num_heads, d_k=d_k, d_v=d_v,
                                                         dropout=config.attention_dropout))
-    model._init_weights()
+    init_projections(model)
     return model
 
 

@@ -23,7 +23,7 @@ from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
-from .model import check_config
+from .model import check_config, init_projections
 from .train import Trainer
 
 __all__ = [
@@ -133,9 +133,7 @@ class _EncoderStackLM(nn.Module):
         positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
         self.positions = positions(c.d_model, c.max_len, c.dropout)
         self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, norm_first=c.norm_first)
-        for p in self.blocks.parameters():  # Xavier-uniform for every projection matrix, as model.Transformer
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        init_projections(self)
 
     def _check_tokens(self, tokens: torch.Tensor, start: int = 0) -> None:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:

@@ -13,7 +13,7 @@ from .encoder import Encoder
 from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
 
-__all__ = ["check_config", "TransformerConfig", "Transformer", "count_parameters"]
+__all__ = ["check_config", "init_projections", "TransformerConfig", "Transformer", "count_parameters"]
 
 POSITIONAL_KINDS = ("sinusoidal", "learned")
 
@@ -53,6 +53,15 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
         raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={c.positional!r}")
     if c.d_model % c.num_heads:
         raise ValueError(f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}")
+
+
+def init_projections(model: nn.Module) -> None:
+    """Xavier-uniform for every projection matrix of ``model``, as in the reference implementations; the embedding
+    tables (tokens, and learned positions: ``positions.embedding``) keep their own initialisation. Used by
+    :class:`Transformer` and by the language models of :mod:`transformer_lib.lm`."""
+    for name, p in model.named_parameters():
+        if p.dim() > 1 and "embed" not in name:
+            nn.init.xavier_uniform_(p)
 
 
 @dataclass(frozen=True)
@@ -153,14 +162,7 @@ class Transformer(nn.Module):
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
         if c.share_embeddings:
             self.output_projection.weight = self.tgt_embed.weight  # one matrix: paper §3.4
-        self._init_weights()
-
-    def _init_weights(self) -> None:
-        """Xavier-uniform for every projection matrix, as in the reference implementations; the embedding tables
-        (tokens, and learned positions: ``positions.embedding``) keep their own initialisation."""
-        for name, p in self.named_parameters():
-            if p.dim() > 1 and "embed" not in name:
-                nn.init.xavier_uniform_(p)
+        init_projections(self)
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor:
         """``(B, 1, 1, T_src)``: True at real source tokens."""
