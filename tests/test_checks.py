@@ -532,14 +532,29 @@ def test_multi_head_attention_check_names_a_frozen_parameter():
     assert not result and "w_o.weight'] have requires_grad=False" in result.message, result.message
 
 
-def test_the_cross_attention_check_leaves_the_learners_random_state_alone():
+@pytest.mark.parametrize("check", ["check_cross_attention", "check_multi_head_attention", "check_gpt_block"])
+def test_a_check_leaves_the_learners_random_state_alone(check):
+    """Building the student's module (its initial weights) and the check's own fixed modules draw random numbers;
+    none of them may move the learner's seeded stream."""
     import solutions
 
+    code = next(solutions.solution(nb, name) for nb, _, name, _, graded in solutions.EXERCISES if graded == check)
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    assert tl.checks.check_cross_attention(solutions.solution("05", "my_cross_attention"))
+    assert getattr(tl.checks, check)(code)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_warning_of_student_code_is_shown_and_the_check_still_judges():
+    def attention_that_warns(q, k, v, mask=None):
+        import warnings
+
+        warnings.warn("a note from the student's code", UserWarning, stacklevel=1)
+        return tl.scaled_dot_product_attention(q, k, v, mask)
+
+    with pytest.warns(UserWarning, match="a note from the student's code"):
+        assert tl.checks.check_attention(attention_that_warns)
 
 
 def test_table3_check_reports_a_row_that_fails_to_train(monkeypatch):

@@ -15,7 +15,7 @@ from functools import partial
 import torch
 from torch import nn
 
-__all__ = ["CheckResult", "Case", "Mistake", "Entry", "Failure", "judge", "describe", "copy_weight", "copy_weights"]
+__all__ = ["CheckResult", "Case", "Mistake", "Entry", "Failure", "judge", "describe"]
 
 
 @dataclass
@@ -56,10 +56,11 @@ class Mistake:
 @dataclass
 class Entry:
     """One check. ``reference`` is the right function or, when ``builds`` (the student gives a class), a factory
-    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights."""
+    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights. A check
+    with nothing to compare with has a ``verdict`` instead: ``(result, case) -> message``, raising Failure."""
 
     what: str  # how messages name the student's code: "your attention"
-    reference: Callable
+    reference: Callable | None
     cases: Callable[[], list[Case]]
     mistakes: list[Mistake]
     hint: str  # when no known mistake explains the difference
@@ -67,12 +68,16 @@ class Entry:
     builds: bool = False
     pick: Callable | None = None  # (result, case) -> {part: value}; parts a student's result lacks are skipped
     run: Callable | None = None  # (code, case) -> result; by default ``code(*case.args)``
+    verdict: Callable | None = None
     atol: float = 1e-4
     rtol: float = 1e-5
 
 
 class Failure(Exception):
     """Raised inside a check to stop at the first problem, with the message to show."""
+
+
+_SHOWN: dict = {}  # the warnings of student code already shown
 
 
 def _call(what: str, fn: Callable, *args, **kwargs):
@@ -85,11 +90,14 @@ def _call(what: str, fn: Callable, *args, **kwargs):
             raise
         except Exception as exc:  # any error in student code becomes a message
             raise Failure(f"{what} raised {type(exc).__name__}: {exc}. {_hint_for_exception(exc)}") from None
-    if any("Implicit dimension choice for softmax" in str(w.message) for w in caught):
-        raise Failure(
-            f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks "
-            "dim=1, the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
-        )
+    for warning in caught:
+        if "Implicit dimension choice for softmax" in str(warning.message):
+            raise Failure(
+                f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks "
+                "dim=1, the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
+            )
+        # any other warning is shown as it would be without the check (once per place, as by default)
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno, registry=_SHOWN)
     return result
 
 
@@ -174,6 +182,8 @@ def _fresh(value):
 def _examine(entry: Entry, student) -> str:
     pick = entry.pick or _output_and_weights
     run = entry.run or (lambda code, case: code(*case.args))
+    if entry.verdict:
+        return "".join(entry.verdict(run(partial(_call, entry.what, student), case), case) for case in entry.cases())
     for case in entry.cases():
         subject, reference, bound = _prepare(entry, student, case)
         private = replace(case, args=_fresh(case.args))  # the student's code may change its inputs in place
@@ -195,11 +205,12 @@ def _examine(entry: Entry, student) -> str:
 
 def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, expected: torch.Tensor) -> None:
     """Gradients with respect to ``case.inputs`` equal the reference's, and every student parameter gets one."""
+    no_gradient = Failure(
+        f"{case.about}: your output carries no gradient: was it computed under `torch.no_grad()`, "
+        "or detached? Training needs gradients to flow back through your code."
+    )
     if not got.requires_grad:
-        raise Failure(
-            f"{case.about}: your output carries no gradient: was it computed under `torch.no_grad()`, "
-            "or detached? Training needs gradients to flow back through your code."
-        )
+        raise no_gradient
     inputs = list(case.inputs.values())
     named = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
     parameters = {name: p for name, p in named.items() if p.requires_grad}  # autograd.grad refuses frozen ones
@@ -212,6 +223,8 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
         allow_unused=True,
     )
     wanted = torch.autograd.grad((expected * weight).sum(), inputs, allow_unused=True)
+    if all(grad is None for grad in grads[: len(inputs)]) and any(grad is not None for grad in wanted):
+        raise no_gradient  # a view made under no_grad requires grad but leads back to none of the inputs
     for name, have, want in zip(case.inputs, grads, wanted, strict=False):
         part = f"gradient for {name}"
         problem = _differs(
@@ -229,8 +242,8 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
 
 def judge(name: str, entry: Entry, student) -> CheckResult:
     """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
-    try:
-        with torch.inference_mode(False), torch.enable_grad():  # gradients are compared even if the caller's are off
+    try:  # gradients are compared even if the caller's are off; the learner's random state is left as it was
+        with torch.inference_mode(False), torch.enable_grad(), torch.random.fork_rng(devices=[]):
             message = _examine(entry, student)
     except NotImplementedError:
         return CheckResult(
@@ -248,39 +261,4 @@ def judge(name: str, entry: Entry, student) -> CheckResult:
             f"❌ {name}: could not judge your code's result ({type(exc).__name__}: "
             f"{exc}). Hint: return what the exercise asks for, with its shape.",
         )
-    return CheckResult(name, True, f"✅ {name}: {message} Well done!")
-
-
-# --- references that hold the student's weights ------------------------------------------------------
-
-
-def copy_weight(target: nn.Module, student: nn.Module, source: str) -> None:
-    """Copy ``student.<source>`` (weight, and bias if any) into ``target``, or fail naming what it should be."""
-    module = student
-    for part in filter(None, source.split(".")):
-        module = getattr(module, part, None)
-    weight, shape = getattr(module, "weight", None), tuple(target.weight.shape)
-    if not isinstance(weight, torch.Tensor) or weight.shape != target.weight.shape:
-        should = f"nn.Linear({shape[1]}, {shape[0]})" if isinstance(target, nn.Linear) else f"a LayerNorm({shape[0]})"
-        found = f"weight {describe(weight)}" if module is not None else "nothing"
-        names = (
-            " Hint: name the gain and shift `weight` and `bias`, as nn.LayerNorm does."
-            if weight is None and module is not None and not isinstance(target, nn.Linear)
-            else ""
-        )
-        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.{names}")
-    bias = getattr(module, "bias", None)
-    with torch.no_grad():
-        target.weight.copy_(weight)
-        if target.bias is not None:
-            target.bias.copy_(bias if isinstance(bias, torch.Tensor) else torch.zeros_like(target.bias))
-
-
-def copy_weights(reference: nn.Module, student: nn.Module, sources: dict) -> nn.Module:
-    """``reference`` after copying ``student.<source>`` into each ``reference.<target>`` of ``sources``."""
-    for target, source in sources.items():
-        module = reference
-        for part in filter(None, target.split(".")):
-            module = getattr(module, part)
-        copy_weight(module, student, source)
-    return reference
+    return CheckResult(name, True, f"✅ {name}: {message}" + ("" if entry.verdict else " Well done!"))

@@ -1,11 +1,12 @@
 """Self-checks for the exercises and the debugging notebook: one declarative entry per check, in one table.
 
 Each row of :data:`CHECKS` is an :class:`~transformer_lib.check_engine.Entry`: the reference, the inputs it draws
-(several shapes, causal masks and masks that differ per sequence, with and without gradients) and the known
-mistakes, each a wrong version of the code with the hint it earns. The mistakes are written once below, with a
-knob per bug, and shared by every check that can meet them. The engine (:mod:`transformer_lib.check_engine`) runs
-the student's code inside its guard, compares outputs and gradients, and names the first discrepancy and the
-mistake that explains it.
+(:mod:`~transformer_lib.check_inputs`: several shapes, causal masks and masks that differ per sequence, with and
+without gradients) and the known mistakes, each a wrong version of the code with the hint it earns. The mistakes
+are written once below, with a knob per bug, and shared by every check that can meet them. A check of a class
+compares with the library's module holding the student's weights (:mod:`~transformer_lib.check_references`).
+The engine (:mod:`~transformer_lib.check_engine`) runs the student's code inside its guard, compares outputs and
+gradients, and names the first discrepancy and the mistake that explains it.
 
 A check returns a :class:`CheckResult` that prints as one friendly paragraph and never raises: an error in the
 student's code is reported, and a stub that raises ``NotImplementedError`` is "not implemented yet".
@@ -16,18 +17,21 @@ student's code is reported, and a stub that raises ``NotImplementedError`` is "n
 import math
 import numbers
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import check_inputs as draw
+from . import check_references as references
 from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
-from .check_engine import Case, CheckResult, Entry, Failure, Mistake, copy_weights, describe, judge
+from .check_engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge
 from .decoder import DecoderLayer
 from .encoder import EncoderLayer
-from .layers import LayerNorm, PositionalEncoding, PositionwiseFeedForward, sinusoidal_encoding
-from .lm import IGNORE_INDEX, DecoderOnlyLM, LMConfig
+from .layers import sinusoidal_encoding
+from .lm import IGNORE_INDEX, DecoderOnlyLM, mask_tokens
 from .masks import causal_mask
 from .model import count_parameters
 from .train import noam_lr, smoothed_targets
@@ -42,98 +46,8 @@ __all__ = [
 ]
 
 
-# --- inputs ----------------------------------------------------------------------------------------------
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(0)
-
-
-def _randn(gen, *shape, grad=False) -> torch.Tensor:
-    return torch.randn(*shape, generator=gen).requires_grad_(grad)
-
-
-def _padded(lengths: list[int], size: int, dims: int = 4) -> torch.Tensor:
-    """A padding mask that differs per sequence, ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``), True = may attend. The
-    first sequence is padded, so using its mask for the whole batch differs from using no mask."""
-    keep = torch.arange(size)[None, :] < torch.tensor(lengths)[:, None]  # (B, T_k)
-    return keep.view(len(lengths), *[1] * (dims - 2), size)
-
-
-def _attention_cases() -> list[Case]:
-    gen = _gen()
-    q, k, v, x = _randn(gen, 2, 3, 4), _randn(gen, 2, 5, 4), _randn(gen, 2, 5, 6), _randn(gen, 2, 5, 4)
-    q4, k4, v4 = (_randn(gen, 3, 2, 4, 8, grad=True) for _ in range(3))
-    grads = {"q": q4, "k": k4, "v": v4}
-    return [Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
-            Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8), no mask", inputs=grads),
-            Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
-            Case((q, k, v, _padded([3, 5], 5, dims=3)), "with a padding mask (2, 1, 5) that differs per sequence"),
-            Case((q4, k4, v4, _padded([2, 4, 1], 4)), "with a padding mask (3, 1, 1, 4) that differs per sequence",
-                 inputs=grads)]
-
-
-def _module_cases(build: tuple) -> list[Case]:
-    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for a module of width 16."""
-    gen = _gen()
-    x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
-    return [Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
-            Case((x, x, x, causal_mask(5)), "causal self-attention", build),
-            Case((x, x, x, _padded([3, 5, 1], 5)), "self-attention with a padding mask that differs per sequence",
-                 build),
-            Case((x, memory, memory, _padded([4, 7, 2], 7)), "cross-attention to memory (3, 7, 16) with a "
-                 "per-sequence padding mask", build, {"x": x, "memory": memory})]
-
-
-def _layer_cases(decoder: bool) -> list[Case]:
-    """Post-LN and pre-LN layers of width 16; encoder: padding masks; decoder: causal target masks, also padded."""
-    gen, cases = _gen(), []
-    for norm_first in (False, True):
-        build, name = ((16, 4, 32), {"norm_first": norm_first}), f"norm_first={norm_first}"
-        x, memory, x7 = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True), _randn(gen, 3, 7, 16)
-        if decoder:  # T_tgt = T_src first: a target mask given to the cross-attention runs, and is diagnosed
-            cases += [Case((x7, x7, causal_mask(7) & _padded([5, 7, 2], 7), _padded([4, 7, 2], 7)),
-                           f"{name}, x and memory (3, 7, 16), causal and padded target mask, padded memory", build),
-                      Case((x, memory, causal_mask(5), _padded([4, 7, 2], 7)),
-                           f"{name}, x (3, 5, 16), memory (3, 7, 16)", build, {"x": x, "memory": memory})]
-        else:
-            cases += [Case((x,), f"{name}, x (3, 5, 16), no mask", build, {"x": x}),
-                      Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build)]
-    return cases
-
-
-def _cross_cases() -> list[Case]:
-    gen = _gen()
-    with torch.random.fork_rng(devices=[]):  # the same module every time, and the learner's seed left alone
-        torch.manual_seed(0)
-        attn = MultiHeadAttention(16, 4).eval()
-    x6, memory6 = _randn(gen, 3, 6, 16), _randn(gen, 3, 6, 16)
-    x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
-    return [Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
-            Case((attn, x, memory, _padded([4, 7, 2], 7)), "x (3, 5, 16), memory (3, 7, 16), per-sequence memory "
-                 "mask", inputs={"x": x, "memory": memory})]
-
-
-def _float_cases(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = ()) -> list[Case]:
-    """Random inputs of each shape (the first with gradients), each followed by its ``extra`` argument if any."""
-    gen, cases = _gen(), []
-    for i, shape in enumerate(shapes):
-        x = _randn(gen, *shape, grad=i == 0).mul(3).add(1)  # not centred: a norm must do real work
-        more = extra[i:i + 1]
-        about = f"for input {shape}" + "".join(f", temperature {t}" for t in more)
-        cases.append(Case((x, *more), about, build, {"input": x} if i == 0 else {}))
-    return cases
-
-
-def _arange_cases(shapes_and_args) -> list[Case]:
-    """Inputs numbered 0, 1, 2, ...: a feature in the wrong place shows."""
-    return [Case((torch.arange(math.prod(shape), dtype=torch.float32).view(shape), *rest),
-                 f"for x {shape}" + "".join(f", num_heads={r}" for r in rest)) for shape, rest in shapes_and_args]
-
-
-def _causal_mask_cases(with_cache: bool) -> list[Case]:
-    sizes = [(2, 5), (3, 3), (1, 1)] if with_cache else [(4,), (7,), (1,)]
-    return [Case(size, f"for {'(T_q, T_k)' if with_cache else 'T'} = {', '.join(map(str, size))}") for size in sizes]
+# --- how each check calls the student's code and reads its result (the engine's default: ``code(*args)``, and
+# ``output`` or ``(output, weights)``); the inputs themselves are drawn in check_inputs -----------------------
 
 
 def _causal_mask_pick(result, case: Case) -> dict:
@@ -145,16 +59,6 @@ def _causal_mask_pick(result, case: Case) -> dict:
     if isinstance(result, torch.Tensor) and result.numel() == size_q * size_k:
         result = result.reshape(size_q, size_k)
     return {"mask": result}
-
-
-def _causal_decoder_cases() -> list[Case]:
-    gen, cases = _gen(), []
-    for t in (0, 2):
-        src, tgt = torch.randint(1, 4, (2, 6), generator=gen), torch.randint(1, 4, (2, 5), generator=gen)
-        changed = tgt.clone()
-        changed[:, t + 1:] = torch.randint(1, 4, changed[:, t + 1:].shape, generator=gen)
-        cases.append(Case((src, tgt, changed, t), f"changing target tokens after position {t} (ids 1-3)"))
-    return cases
 
 
 def _causal_decoder_run(model, case: Case) -> torch.Tensor:
@@ -177,31 +81,13 @@ def _shifted_pick(result, case=None) -> dict:
     return {"decoder input": result[0], "decoder target": result[1]}
 
 
-def _number(result, case=None) -> dict:
-    """A learning rate as a Python, NumPy (``np.float32`` is no ``float``) or one-element torch number."""
-    is_number = isinstance(result, numbers.Real) or (isinstance(result, torch.Tensor) and result.numel() == 1)
-    return {"learning rate": torch.tensor(float(result)) if is_number else result}
-
-
-def _noam_cases() -> list[Case]:
-    return [Case((step, d_model, warmup), f"at step {step} (d_model={d_model}, warmup={warmup}, in the "
-                 f"{'warm-up, step <= warmup' if step <= warmup else 'decay, step > warmup'})")
-            for d_model, warmup in ((512, 4000), (64, 100)) for step in (1, warmup // 2, warmup, 3 * warmup)]
-
-
-def _shard_cases() -> list[Case]:
-    gen, cases = _gen(), []
-    for world_size in (2, 3):
-        shards = []
-        for rank in range(world_size):
-            length = 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
-            target = torch.randint(1, 7, (2, length), generator=gen)
-            target[0, length - rank - 1:] = 0  # some padding (pad id 0)
-            shards.append((_randn(gen, 2, length, 7, grad=True), target))
-        tokens = sum(int((target != 0).sum()) for _, target in shards)
-        cases.append(Case((shards, tokens, world_size), f"with {world_size} processes holding unequal shards",
-                          inputs={f"rank {r}'s logits": logits for r, (logits, _) in enumerate(shards)}))
-    return cases
+def _number(part: str) -> Callable:
+    """Reads a Python, NumPy (``np.float32`` is no ``float``) or one-element torch number as a tensor ``part``."""
+    def pick(result, case=None) -> dict:
+        is_number = isinstance(result, numbers.Real) and not isinstance(result, bool)
+        is_number |= isinstance(result, torch.Tensor) and result.numel() == 1
+        return {part: torch.tensor(float(result), dtype=torch.float64) if is_number else result}
+    return pick
 
 
 def _shard_run(loss, case: Case):
@@ -215,24 +101,8 @@ def _shard_run(loss, case: Case):
     return sum(losses) / world_size
 
 
-def _gpt_block_cases() -> list[Case]:
-    gen = _gen()
-    torch.manual_seed(0)
-    layer = EncoderLayer(16, 4, 32, dropout=0.0).eval()
-    x, x3 = _randn(gen, 2, 6, 16, grad=True), _randn(gen, 3, 4, 16)
-    return [Case((layer, x), "for a tl.EncoderLayer(16, 4, 32) and x (2, 6, 16)", inputs={"x": x}),
-            Case((layer, x3), "for x (3, 4, 16)")]
-
-
-def _mask_tokens_cases() -> list[Case]:
-    tokens = torch.randint(6, 40, (100, 1000), generator=_gen())  # (B, T): ids 0-4 are special, 5 is <mask>
-    tokens[:, -100:] = 0  # padding at the end of every row
-    return [Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.15), "on 100,000 tokens (V=40, mask_id=5, specials 0-4, rate "
-                 "0.15)"), Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.3), "with rate 0.3")]
-
-
-def _mask_tokens_run(mask_tokens, case: Case):
-    return mask_tokens(*case.args, torch.Generator().manual_seed(0))
+def _mask_tokens_run(code, case: Case):
+    return code(*case.args, torch.Generator().manual_seed(0))
 
 
 class _ExpectedShares(dict):
@@ -289,126 +159,24 @@ def _mask_tokens_pick(result, case: Case) -> dict:
     }
 
 
-def _mask_tokens_version(tokens, mask_id, vocab_size, specials, rate, generator, *, split=(0.8, 0.1),
-                         ignore_specials=False, targets_everywhere=False):
-    """The recipe with a knob per mistake."""
-    specials = () if ignore_specials else tuple(specials)
-    maskable = ~torch.isin(tokens, torch.tensor(specials, dtype=torch.long))
-    picked = maskable & (torch.rand(tokens.shape, generator=generator) < rate)
-    action = torch.rand(tokens.shape, generator=generator)
-    to_mask, to_random = picked & (action < split[0]), picked & (action >= split[0]) & (action < sum(split))
-    allowed = ~torch.isin(torch.arange(vocab_size), torch.tensor([*specials, mask_id]))
-    candidates = allowed.nonzero()[:, 0]
-    random_ids = candidates[torch.randint(len(candidates), tokens.shape, generator=generator)]
-    inputs = torch.where(to_random, random_ids, torch.where(to_mask, mask_id, tokens))
-    targets = tokens.clone() if targets_everywhere else torch.where(picked, tokens, IGNORE_INDEX)
-    return inputs, targets
+def _own_row_verdict(answer, case: Case) -> str:
+    """Notebook 10 has no reference: the row is trained for one seed and the outcome reported next to the
+    prediction (:func:`transformer_lib.experiments.judge_own_row`)."""
+    from . import experiments  # on use: experiments needs train.py
+
+    results = case.args[0] if case.args[0] is not None else experiments.read_results(experiments.COMMITTED_CSV)
+    try:
+        return experiments.judge_own_row(answer, results)
+    except (TypeError, ValueError) as exc:
+        raise Failure(f"{exc}.") from None
+    except Exception as exc:  # the row itself failed to build or train (out of memory, say): a message, not a crash
+        raise Failure(f"your row could not be trained ({type(exc).__name__}: {str(exc).strip()[:200]}). Hint: keep "
+                      "the row close to the base model's sizes.") from None
 
 
 def _lm_parameter_count(config) -> int:
     with torch.device("meta"):
         return count_parameters(DecoderOnlyLM(config))["total"]
-
-
-def _count_version(config, *, biases=True, tied=True, positions=True, norms=True, final_norm=True) -> int:
-    """The parameter count of a decoder-only LM, written out, with a knob per forgotten piece."""
-    d, f = config.d_model, config.d_ff
-    block = 4 * d * d + (4 * d if biases else 0) + 2 * d * f + ((f + d) if biases else 0) + (4 * d if norms else 0)
-    total = config.vocab_size * d * (1 if tied else 2) + config.num_layers * block
-    total += config.max_len * d if positions and config.positional == "learned" else 0
-    return total + (2 * d if final_norm and config.norm_first else 0)
-
-
-def _count_cases() -> list[Case]:
-    base = LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, max_len=256)
-    configs = [base, base.replace(positional="sinusoidal"), base.replace(norm_first=False, d_ff=300, num_layers=2),
-               LMConfig.gpt2_small()]
-    return [Case((c,), f"for LMConfig(vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, num_layers="
-                 f"{c.num_layers}, max_len={c.max_len}, positional={c.positional!r}, norm_first={c.norm_first})")
-            for c in configs]
-
-
-def _count_pick(result, case=None) -> dict:
-    is_number = isinstance(result, numbers.Real) and not isinstance(result, bool)  # int, float, numpy.int64
-    return {"parameter count": torch.tensor(float(result), dtype=torch.float64) if is_number else result}
-
-
-# --- references that hold the student's weights ----------------------------------------------------------
-
-
-_PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
-
-
-def _mha_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHeadAttention:
-    """The library's module with the student's weights, after checking the parameter count (biases optional)."""
-    linears = {n: getattr(student, n, None) for n in _PROJECTIONS}
-    biased = {n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None}
-    found = sum(p.numel() for p in student.parameters())
-    counts = {b: sum(p.numel() for p in MultiHeadAttention(d_model, num_heads, bias=b).parameters()) for b in (0, 1)}
-    if found not in counts.values():
-        unregistered = [n for n, layer in linears.items() if not isinstance(layer, nn.Linear)]
-        expected = counts[bool(biased)]
-        if 0 < len(biased) < 4 and not unregistered:
-            raise Failure(f"only {sorted(biased)} have a bias: give all four projections a bias, or none (the "
-                           "paper's equations have none: `nn.Linear(d_model, d_model, bias=False)`).")
-        for name, layer in linears.items():
-            if isinstance(layer, nn.Linear) and (layer.in_features, layer.out_features) != (d_model, d_model):
-                raise Failure(f"{name} maps {layer.in_features} -> {layer.out_features} features; with d_model="
-                               f"{d_model} every projection is nn.Linear(d_model, d_model) (h heads of d_k each).")
-        if found < counts[False] or unregistered:
-            raise Failure(f"the module registers {found} parameters, the library {expected}, and {unregistered} are "
-                           "not nn.Linear attributes: layers kept in local variables, plain lists or tuples are "
-                           "invisible to `.parameters()`, so the optimizer never trains them. Hint: assign each "
-                           "layer to `self.` (or use nn.ModuleList).")
-        known = {id(p) for layer in linears.values() if isinstance(layer, nn.Linear) for p in layer.parameters()}
-        extra = [n for n, p in student.named_parameters() if id(p) not in known]
-        raise Failure(f"the module registers {found} parameters, the library {expected}; the extra ones are "
-                       f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o.")
-    reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
-    return copy_weights(reference, student, {n: n for n in _PROJECTIONS})
-
-
-def _layer_reference(kind: type, attentions: tuple, student: nn.Module, d_model, num_heads, d_ff, norm_first=False):
-    """``tl.EncoderLayer``/``tl.DecoderLayer`` with the student's weights; ``normK`` is the K-th residual's norm."""
-    reference = kind(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
-    residuals = [name for name, _ in reference.named_children() if name.startswith("residual_")]
-    sources = {f"{a}.{w}": f"{a}.{w}" for a in attentions for w in _PROJECTIONS}
-    sources |= {f"feed_forward.{n}": f"feed_forward.{n}" for n in ("linear1", "linear2")}
-    return copy_weights(reference, student, sources | {f"{r}.norm": f"norm{i}" for i, r in enumerate(residuals, 1)})
-
-
-def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
-    found = sum(p.numel() for p in student.parameters())
-    if found != 2 * d_model:
-        raise Failure(f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
-                       f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`.")
-    named = dict(student.named_parameters())
-    if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
-        if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):  # other names: the output
-            raise Failure("a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and its shift "
-                          "`bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and `torch.zeros(d_model)`.")
-        with torch.no_grad():
-            named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
-            named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
-        return copy_weights(LayerNorm(d_model), student, {"": ""})
-    return LayerNorm(d_model)  # other names: they must start at 1 and 0, like nn.LayerNorm's
-
-
-def _positional_reference(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:
-    """Check that the table is a registered buffer, then return the library's module."""
-    size = d_model * max_len
-    if not any(t.numel() == size for t in student.buffers()):
-        params = [n for n, p in student.named_parameters() if p.numel() == size]
-        plain = [n for n, v in vars(student).items() if isinstance(v, torch.Tensor) and v.numel() == size]
-        if params:
-            raise Failure(f"the table is an nn.Parameter (`{params[0]}`): the optimizer would change it. Hint: "
-                           "`self.register_buffer('pe', table)`: it moves with `.to(device)`, nothing trains it.")
-        if plain:
-            raise Failure(f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves it behind and "
-                           "state_dict never sees it. Hint: `self.register_buffer('pe', table)`.")
-        raise Failure(f"no buffer of max_len x d_model = {size} numbers: store the table with "
-                       "`self.register_buffer('pe', table)`.")
-    return PositionalEncoding(d_model, max_len=max_len, dropout=0.0)
 
 
 # --- known mistakes, each written once, with a knob per bug, and shared by the checks that can meet it ------
@@ -466,6 +234,24 @@ def _shard_loss(logits, target, tokens, world_size, *, scale=True, ignore=0) -> 
     return total * (world_size if scale else 1) / tokens
 
 
+def _mask_tokens_version(tokens, mask_id, vocab_size, specials, rate, generator, *, mistake: str):
+    """The library's recipe, then the mistake."""
+    inputs, targets = mask_tokens(tokens, mask_id, vocab_size, () if mistake == "no specials" else specials, rate,
+                                  generator)
+    if mistake == "all masked":
+        inputs = torch.where(targets != IGNORE_INDEX, mask_id, tokens)
+    return inputs, tokens.clone() if mistake == "targets everywhere" else targets
+
+
+def _count_version(config, *, biases=True, tied=True, positions=True, norms=True, final_norm=True) -> int:
+    """The parameter count of a decoder-only LM, written out, with a knob per forgotten piece."""
+    d, f = config.d_model, config.d_ff
+    block = 4 * d * d + (4 * d if biases else 0) + 2 * d * f + ((f + d) if biases else 0) + (4 * d if norms else 0)
+    total = config.vocab_size * d * (1 if tied else 2) + config.num_layers * block
+    total += config.max_len * d if positions and config.positional == "learned" else 0
+    return total + (2 * d if final_norm and config.norm_first else 0)
+
+
 _ATTENTION_BUGS = [  # (hint, the knobs of _attend that make the bug): for check_attention and the multi-head check
     ("you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`.",
      {"scale": lambda q: 1.0}),
@@ -513,14 +299,14 @@ def _bugs(version: Callable, bugs: list) -> list[Mistake]:
 
 CHECKS: dict[str, Entry] = {
     "check_attention": Entry(
-        "your attention", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), _attention_cases,
+        "your attention", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), draw.attention,
         _bugs(_attend, _ATTENTION_BUGS),
         "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
         "weights @ v.",
         "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
         "sequence; gradients match too."),
     "check_split_heads": Entry(
-        "your split_heads", split_heads, lambda: _arange_cases([((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
+        "your split_heads", split_heads, partial(draw.numbered, [((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
         [Mistake("the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, 2)` after the "
                  "view.", lambda x, h: x.view(x.size(0), x.size(1), h, -1)),
          Mistake("the shape is right but tokens are scrambled: reshaping straight to (B, h, T, d) cuts *across* "
@@ -529,14 +315,14 @@ CHECKS: dict[str, Entry] = {
         "Hint: head i must hold features i*d .. (i+1)*d - 1 of every token.",
         "splits (B, T, h*d) into (B, h, T, d) with every feature in its head."),
     "check_combine_heads": Entry(
-        "your combine_heads", combine_heads, lambda: _arange_cases([((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
+        "your combine_heads", combine_heads, partial(draw.numbered, [((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
         [Mistake("the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues *different tokens* into "
                  "one vector: a silent bug, the model still runs. Hint: `x.transpose(1, 2).reshape(B, T, h * d)`: "
                  "transpose back first.", lambda x: x.reshape(x.size(0), x.size(2), -1))],
         "Hint: combine must undo split_heads exactly.",
         "puts every head's features back next to each other, token by token."),
     "check_multi_head_attention": Entry(
-        "your module", _mha_reference, lambda: _module_cases(((16, 4), {})),
+        "your module", references.multi_head_attention, draw.multi_head_attention,
         [Mistake("scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: divide "
                  "by sqrt(d_k), the width of one head's queries.",
                  partial(_mha, scale=lambda q: math.sqrt(q.size(1) * q.size(-1)))),
@@ -549,7 +335,7 @@ CHECKS: dict[str, Entry] = {
         "cross-attention; gradients match and reach every parameter.", builds=True),
     "check_positional_encoding": Entry(
         "your encoding", lambda d_model, max_len: sinusoidal_encoding(d_model=d_model, max_len=max_len),
-        lambda: [Case((16, 50), "for d_model=16, max_len=50"), Case((6, 10), "for d_model=6, max_len=10")],
+        draw.positional_tables,
         [Mistake("you swapped the arguments: the order is (d_model, max_len), like PositionalEncoding(d_model, "
                  "max_len). Hint: `def my_sinusoidal_encoding(d_model, max_len)`.",
                  lambda d, n: sinusoidal_encoding(d_model=n, max_len=d)),
@@ -560,7 +346,7 @@ CHECKS: dict[str, Entry] = {
         "Hint: PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(...); the pair (2i, 2i+1) shares a "
         "frequency.", "the table matches the paper's formula, with the arguments (d_model, max_len)."),
     "check_positional_encoding_module": Entry(
-        "your module", _positional_reference, lambda: _float_cases([(3, 6, 16), (2, 9, 16)], ((16, 50), {})),
+        "your module", references.positional_encoding, partial(draw.floats, [(3, 6, 16), (2, 9, 16)], ((16, 50), {})),
         [Mistake("every sequence in the batch got a different encoding, and every position in a sequence the same one: "
                  "the encodings were added along the batch axis. Hint: the table must be (1, max_len, d_model) and "
                  "added as `x + pe[:, :x.size(1)]`.", lambda ref, x: x + ref.pe[0, :x.size(0), None])],
@@ -568,7 +354,7 @@ CHECKS: dict[str, Entry] = {
         "stores the table as a buffer and adds the same encodings to every sequence, along the positions.",
         builds=True),
     "check_layer_norm": Entry(
-        "your LayerNorm", _layer_norm_reference, lambda: _float_cases([(3, 4, 8), (5, 8)], ((8,), {})),
+        "your LayerNorm", references.layer_norm, partial(draw.floats, [(3, 4, 8), (5, 8)], ((8,), {})),
         [Mistake("you used the unbiased variance (dividing by d_model - 1). Hint: `x.var(-1, unbiased=False, "
                  "keepdim=True)`, as nn.LayerNorm does.", lambda ref, x: (x - x.mean(-1, keepdim=True)) / torch.sqrt(
                      x.var(-1, keepdim=True) + ref.eps) * ref.weight + ref.bias),
@@ -580,27 +366,25 @@ CHECKS: dict[str, Entry] = {
         "Hint: (x - mean) / sqrt(var + eps) * gain + shift, over the last axis.",
         "normalises each token over its features like nn.LayerNorm; gradients match.", builds=True),
     "check_feed_forward": Entry(
-        "your feed-forward", lambda student, d_model, d_ff: copy_weights(PositionwiseFeedForward(
-            d_model, d_ff), student, {"linear1": "linear1", "linear2": "linear2"}),
-        lambda: _float_cases([(2, 5, 8), (7, 8)], ((8, 32), {})),
+        "your feed-forward", references.feed_forward, partial(draw.floats, [(2, 5, 8), (7, 8)], ((8, 32), {})),
         [Mistake("without the ReLU, two linear layers are just one linear layer. Hint: torch.relu between.",
                  lambda ref, x: ref.linear2(ref.linear1(x)))],
         "Hint: linear2(relu(linear1(x))).", "two linear layers around a ReLU, the same at every position.",
         builds=True),
     "check_encoder_layer": Entry(
-        "your encoder layer", partial(_layer_reference, EncoderLayer, ("self_attn",)), lambda: _layer_cases(False),
+        "your encoder layer", references.encoder_layer, partial(draw.layers, decoder=False),
         _bugs(_encoder, _LAYER_BUGS + _ENCODER_BUGS),
         "Hint: self-attention then feed-forward, each `norm(x + sublayer(x))` (or `x + sublayer(norm(x))` with "
         "norm_first=True).", "equals tl.EncoderLayer with the same weights, post-LN and pre-LN, with per-sequence "
         "padding; gradients match.", builds=True),
     "check_decoder_layer": Entry(
-        "your decoder layer", partial(_layer_reference, DecoderLayer, ("self_attn", "cross_attn")),
-        lambda: _layer_cases(True), _bugs(_decoder, _LAYER_BUGS + _DECODER_BUGS),
+        "your decoder layer", references.decoder_layer, partial(draw.layers, decoder=True),
+        _bugs(_decoder, _LAYER_BUGS + _DECODER_BUGS),
         "Hint: masked self-attention, cross-attention to the memory, feed-forward; each in its residual sublayer.",
         "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, with causal and per-sequence masks; "
         "gradients match.", builds=True),
     "check_cross_attention": Entry(
-        "your cross-attention", lambda attn, x, memory, mask: attn(x, memory, memory, mask), _cross_cases,
+        "your cross-attention", lambda attn, x, memory, mask: attn(x, memory, memory, mask), draw.cross_attention,
         [Mistake("the queries come from the decoder's x, the keys and values from the encoder's memory. Hint: "
                  "`attn(x, memory, memory, memory_mask)`.", lambda attn, x, m, mask: attn(m, x, x, mask)),
          Mistake("memory_mask was not used: queries attend to the source's padding. Hint: pass it as the mask.",
@@ -612,7 +396,7 @@ CHECKS: dict[str, Entry] = {
         "Hint: `attn(x, memory, memory, memory_mask)[0]`.",
         "queries from the decoder, keys and values from the memory, the source's padding masked."),
     "check_causal_mask": Entry(
-        "your causal mask", lambda size: causal_mask(size)[0, 0], lambda: _causal_mask_cases(False),
+        "your causal mask", lambda size: causal_mask(size)[0, 0], partial(draw.causal_masks, with_cache=False),
         [Mistake("the mask is inverted: True should mark what a query *may* see (j <= i).",
                  lambda t: ~causal_mask(t)[0, 0]),
          Mistake("this lets each token see the future and not the past: use `.tril()`, not `.triu()`.",
@@ -622,7 +406,8 @@ CHECKS: dict[str, Entry] = {
         "Hint: query i may attend to keys j <= i (1 = may attend).", "lets each position see itself and the past only.",
         pick=_causal_mask_pick),
     "check_causal_mask_cached": Entry(
-        "your causal mask", lambda size_q, size_k: causal_mask(size_q, size_k)[0, 0], lambda: _causal_mask_cases(True),
+        "your causal mask", lambda size_q, size_k: causal_mask(size_q, size_k)[0, 0],
+        partial(draw.causal_masks, with_cache=True),
         [Mistake("for T_q new queries among T_k positions, query i is position i + T_k - T_q: it sees every cached "
                  "token. Hint: `.tril(diagonal=T_k - T_q)`.", lambda q, k: torch.ones(q, k, dtype=torch.bool).tril()),
          Mistake("the mask is inverted: True should mark what a query *may* see.",
@@ -630,14 +415,12 @@ CHECKS: dict[str, Entry] = {
         "Hint: query i is position i + T_k - T_q and may see keys up to there.",
         "lets each new query see the cache, itself and the past only.", pick=_causal_mask_pick),
     "check_causal_decoder": Entry(  # the reference is any causal function of the target: no position sees later ones
-        "your model", lambda src, tgt: tgt.cumsum(1)[..., None].float(), _causal_decoder_cases, [],
+        "your model", lambda src, tgt: tgt.cumsum(1)[..., None].float(), draw.target_changes, [],
         "The decoder sees the future, so it trains to a near-zero loss by copying the next token and then generates "
         "garbage. Hint: give the decoder's self-attention the causal mask, `tl.causal_mask(T) & padding_mask`.",
         "the logits at each position depend only on the target tokens up to it.", run=_causal_decoder_run),
     "check_shifted_targets": Entry(
-        "your shift", lambda tgt: (tgt[:, :-1], tgt[:, 1:]),
-        lambda: [Case((torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
-                      "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)")],
+        "your shift", lambda tgt: (tgt[:, :-1], tgt[:, 1:]), draw.target_rows,
         [Mistake("the targets are not shifted: the decoder would be asked for the token it already sees, learn to copy "
                  "its input to a near-zero loss, and generate garbage. Hint: input `tgt[:, :-1]`, target `tgt[:, 1:]`.",
                  lambda tgt: (tgt, tgt)),
@@ -648,9 +431,7 @@ CHECKS: dict[str, Entry] = {
         "Hint: `(tgt[:, :-1], tgt[:, 1:])`.",
         "the decoder reads <bos> y and predicts y <eos>: each position predicts the next token.", pick=_shifted_pick),
     "check_label_smoothing": Entry(
-        "your label smoothing", smoothed_targets,
-        lambda: [Case((torch.tensor([4, 0, 7, 5]), 9, 0.1, 0), "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0"),
-                 Case((torch.tensor([3, 2, 6, 1]), 8, 0.2, 2), "for target [3, 2, 6, 1], V=8, eps=0.2, pad_id=2")],
+        "your label smoothing", smoothed_targets, draw.smoothing_targets,
         [Mistake("a row whose target is padding should be all zero, so it adds nothing to the loss.",
                  partial(_smoothing, pad_rows=False)),
          Mistake("<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0 and spread eps "
@@ -662,23 +443,23 @@ CHECKS: dict[str, Entry] = {
         "Hint: 1 - eps on the target, eps / (V - 2) on every other token but <pad>, rows of padding all zero.",
         "1 - eps on the target, eps spread over the rest, nothing on padding.", atol=1e-6),
     "check_noam_lr": Entry(
-        "your schedule", noam_lr, _noam_cases,
+        "your schedule", noam_lr, draw.schedule_steps,
         [Mistake("the warm-up rises too fast: it is step * warmup**-1.5.",
                  lambda s, d, w: d**-0.5 * min(s**-0.5, s / w)),
          Mistake("the factor d_model**-0.5 is missing.", lambda s, d, w: min(s**-0.5, s * w**-1.5))],
         "Hint: d_model**-0.5 * min(step**-0.5, step * warmup**-1.5).",
-        "rises linearly during warm-up, peaks at step = warmup, then decays as 1/sqrt(step).", pick=_number, atol=0.0,
-        rtol=1e-6),
+        "rises linearly during warm-up, peaks at step = warmup, then decays as 1/sqrt(step).",
+        pick=_number("learning rate"), atol=0.0, rtol=1e-6),
     "check_temperature_softmax": Entry(
         "your function", lambda logits, t: (logits / t).softmax(-1),
-        lambda: _float_cases([(2, 5), (2, 5), (3, 4)], extra=(0.1, 1.0, 5.0)),
+        partial(draw.floats, [(2, 5), (2, 5), (3, 4)], extra=(0.1, 1.0, 5.0)),
         [Mistake("you multiplied by the temperature; divide: a high temperature should flatten.",
                  lambda logits, t: (logits * t).softmax(-1)),
          Mistake("softmax ran over the wrong axis. Hint: `.softmax(dim=-1)`, over the vocabulary.",
                  lambda logits, t: (logits / t).softmax(0))],
         "Hint: `(logits / temperature).softmax(dim=-1)`.", "low temperatures sharpen, high ones flatten."),
     "check_shard_loss": Entry(
-        "your function", _shard_loss, _shard_cases,
+        "your function", _shard_loss, draw.shards,
         [Mistake("you averaged over each process's own tokens. With unequal shards the average of those means is not "
                  "the mean over all tokens. Hint: sum over this shard's non-pad tokens and divide by `global_tokens`.",
                  lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)),
@@ -690,7 +471,7 @@ CHECKS: dict[str, Entry] = {
         "the processes' average equals the big batch's mean over all tokens, however unequal.", run=_shard_run,
         pick=lambda result, case=None: {"loss": result}),
     "check_gpt_block": Entry(
-        "your GPT block", lambda layer, x: layer(x, causal_mask(x.size(1))), _gpt_block_cases,
+        "your GPT block", lambda layer, x: layer(x, causal_mask(x.size(1))), draw.gpt_block,
         [Mistake("no position may read a later one: pass the causal mask, `layer(x, tl.causal_mask(T))`.",
                  lambda layer, x: layer(x)),
          Mistake("the mask is inverted: True marks what a query *may* see (keys j <= i), so use the mask as it is.",
@@ -700,24 +481,24 @@ CHECKS: dict[str, Entry] = {
         "Hint: `layer(x, tl.causal_mask(x.size(1)))`.",
         "the layer now lets each position read only itself and earlier ones: a GPT block."),
     "check_mask_tokens": Entry(
-        "your masking", _mask_tokens_expected, _mask_tokens_cases,
+        "your masking", _mask_tokens_expected, draw.token_batches,
         [Mistake("every picked position became mask_id; BERT's recipe keeps 10% unchanged and gives 10% a random "
                  "token, because <mask> never appears when the model is used.",
-                 partial(_mask_tokens_version, split=(1.0, 0.0))),
+                 partial(_mask_tokens_version, mistake="all masked")),
          Mistake("the targets keep every token, so the loss would score positions the model can see (and copy). Hint: "
-                 "`lm.IGNORE_INDEX` at positions that were not picked.", partial(_mask_tokens_version,
-                                                                                  targets_everywhere=True)),
+                 "`lm.IGNORE_INDEX` at positions that were not picked.",
+                 partial(_mask_tokens_version, mistake="targets everywhere")),
          Mistake("special_ids were ignored: special tokens (padding) were picked, or drawn as random replacements. "
                  "Only positions whose token is not special may be picked, and a replacement is never special nor "
                  "mask_id.",
-                 partial(_mask_tokens_version, ignore_specials=True))],
+                 partial(_mask_tokens_version, mistake="no specials"))],
         "Hint: pick with `torch.rand(shape, generator=generator) < rate` where the token is not special; then split "
         "the picked ones 80/10/10 with a second uniform draw.",
         "about 15% picked, 80% of them <mask>, 10% random, 10% unchanged, and only they are scored.",
         # atol: about 4 standard deviations of the <mask> share at rate 0.15 (13,500 picked positions)
         run=_mask_tokens_run, pick=_mask_tokens_pick, atol=0.015, rtol=0.0),
     "check_lm_parameter_count": Entry(
-        "your count", _lm_parameter_count, _count_cases,
+        "your count", _lm_parameter_count, draw.lm_configs,
         [Mistake("the output projection was counted as a matrix of its own; it is the token embedding (tied).",
                  partial(_count_version, tied=False)),
          Mistake("the biases are missing: each of the 4 attention projections has d_model, the feed-forward d_ff + "
@@ -730,7 +511,10 @@ CHECKS: dict[str, Entry] = {
                  partial(_count_version, final_norm=False))],
         "Hint: embedding V x d_model, positions (learned) max_len x d_model, per block 4 (d_model^2 + d_model) + "
         "2 d_model d_ff + d_ff + d_model + 4 d_model, and 2 d_model for the final norm of a pre-LN stack.",
-        "every parameter accounted for.", pick=_count_pick, atol=0.0, rtol=0.0),
+        "every parameter accounted for.", pick=_number("parameter count"), atol=0.0, rtol=0.0),
+    "check_table3_row": Entry(  # no reference: the row is trained and the outcome set next to the prediction
+        "your my_table3_row()", None, draw.own_row, [], "", "", run=lambda my_row, case: my_row(),
+        verdict=_own_row_verdict),
 }
 
 
@@ -804,25 +588,6 @@ def check_causal_decoder(model) -> CheckResult:
 def check_table3_row(my_row: Callable, results=None) -> CheckResult:
     """Notebook 10: ``my_row() -> (row, prediction)``, a Table 3 row of the learner's own and a prediction of its
     dev perplexity next to the base row's ("lower", "same", "higher" or a number). It has no reference to compare
-    with: it trains the row for one seed (about 10 s of CPU time) and reports the outcome next to the prediction
-    (:func:`transformer_lib.experiments.judge_own_row`). ``results``: the committed runs (default: the
-    repository's ``results/table3.csv``)."""
-    from .experiments import COMMITTED_CSV, judge_own_row, read_results  # on use: experiments needs train.py
-
-    name = "check_table3_row"
-    try:
-        answer = my_row()
-    except NotImplementedError:
-        return CheckResult(name, False, f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` "
-                           "with your row and prediction and run this cell again.")
-    except Exception as exc:  # any error in student code becomes a message
-        return CheckResult(name, False, f"❌ {name}: your my_table3_row() raised {type(exc).__name__}: {exc}. "
-                           "Hint: run it by hand and read the error's last line.")
-    try:
-        message = judge_own_row(answer, read_results(COMMITTED_CSV) if results is None else results)
-    except (TypeError, ValueError) as exc:
-        return CheckResult(name, False, f"❌ {name}: {exc}.")
-    except Exception as exc:  # the row itself failed to build or train (out of memory, say): a message, not a crash
-        return CheckResult(name, False, f"❌ {name}: your row could not be trained ({type(exc).__name__}: "
-                           f"{str(exc).strip()[:200]}). Hint: keep the row close to the base model's sizes.")
-    return CheckResult(name, True, f"✅ {name}: {message}")
+    with: it trains the row for one seed (about 10 s of CPU time) and reports the outcome next to the prediction.
+    ``results``: the committed runs (default: the repository's ``results/table3.csv``)."""
+    return judge("check_table3_row", replace(CHECKS["check_table3_row"], cases=partial(draw.own_row, results)), my_row)

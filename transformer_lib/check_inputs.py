@@ -1,0 +1,194 @@
+"""The inputs the checks draw: one function per kind of exercise, each returning its list of cases.
+
+A :class:`~transformer_lib.check_engine.Case` holds the arguments the student's code gets, how messages name
+them, the arguments of the student's class (for checks that build one) and the tensors whose gradients are
+compared. The inputs are chosen to expose the classic bugs: several shapes (a transpose that happens to be
+square goes unseen), causal masks, padding masks that differ per sequence (so that one sequence's mask used for
+the whole batch shows), and at least one case with gradients. Every draw is seeded: a check says the same thing
+every time it runs.
+"""
+# fmt: off
+
+import math
+
+import torch
+
+from .attention import MultiHeadAttention
+from .check_engine import Case
+from .encoder import EncoderLayer
+from .lm import LMConfig
+from .masks import causal_mask
+
+
+def _generator() -> torch.Generator:
+    return torch.Generator().manual_seed(0)
+
+
+def _randn(gen, *shape, grad=False) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen).requires_grad_(grad)
+
+
+def _padded(lengths: list[int], size: int, dims: int = 4) -> torch.Tensor:
+    """A padding mask that differs per sequence, ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``), True = may attend. The
+    first sequence is padded, so using its mask for the whole batch differs from using no mask."""
+    keep = torch.arange(size)[None, :] < torch.tensor(lengths)[:, None]  # (B, T_k)
+    return keep.view(len(lengths), *[1] * (dims - 2), size)
+
+
+def _fixed(build):
+    """The same module every time (seed 0, eval mode), built without moving the learner's random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return build().eval()
+
+
+def attention() -> list[Case]:
+    gen = _generator()
+    q, k, v, x = _randn(gen, 2, 3, 4), _randn(gen, 2, 5, 4), _randn(gen, 2, 5, 6), _randn(gen, 2, 5, 4)
+    q4, k4, v4 = (_randn(gen, 3, 2, 4, 8, grad=True) for _ in range(3))
+    grads = {"q": q4, "k": k4, "v": v4}
+    return [Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
+            Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8), no mask", inputs=grads),
+            Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
+            Case((q, k, v, _padded([3, 5], 5, dims=3)), "with a padding mask (2, 1, 5) that differs per sequence"),
+            Case((q4, k4, v4, _padded([2, 4, 1], 4)), "with a padding mask (3, 1, 1, 4) that differs per sequence",
+                 inputs=grads)]
+
+
+def multi_head_attention() -> list[Case]:
+    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for ``MyMHA(16, 4)``."""
+    gen, build = _generator(), ((16, 4), {})
+    x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
+    return [Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
+            Case((x, x, x, causal_mask(5)), "causal self-attention", build),
+            Case((x, x, x, _padded([3, 5, 1], 5)), "self-attention with a padding mask that differs per sequence",
+                 build),
+            Case((x, memory, memory, _padded([4, 7, 2], 7)), "cross-attention to memory (3, 7, 16) with a "
+                 "per-sequence padding mask", build, {"x": x, "memory": memory})]
+
+
+def layers(decoder: bool) -> list[Case]:
+    """Post-LN and pre-LN layers of width 16; encoder: padding masks; decoder: causal target masks, also padded."""
+    gen, cases = _generator(), []
+    for norm_first in (False, True):
+        build, name = ((16, 4, 32), {"norm_first": norm_first}), f"norm_first={norm_first}"
+        x, memory, x7 = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True), _randn(gen, 3, 7, 16)
+        if decoder:  # T_tgt = T_src first: a target mask given to the cross-attention runs, and is diagnosed
+            cases += [Case((x7, x7, causal_mask(7) & _padded([5, 7, 2], 7), _padded([4, 7, 2], 7)),
+                           f"{name}, x and memory (3, 7, 16), causal and padded target mask, padded memory", build),
+                      Case((x, memory, causal_mask(5), _padded([4, 7, 2], 7)),
+                           f"{name}, x (3, 5, 16), memory (3, 7, 16)", build, {"x": x, "memory": memory})]
+        else:
+            cases += [Case((x,), f"{name}, x (3, 5, 16), no mask", build, {"x": x}),
+                      Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build)]
+    return cases
+
+
+def cross_attention() -> list[Case]:
+    gen, attn = _generator(), _fixed(lambda: MultiHeadAttention(16, 4))
+    x6, memory6 = _randn(gen, 3, 6, 16), _randn(gen, 3, 6, 16)
+    x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
+    return [Case((attn, x6, memory6, _padded([4, 6, 2], 6)), "x and memory (3, 6, 16), per-sequence memory mask"),
+            Case((attn, x, memory, _padded([4, 7, 2], 7)), "x (3, 5, 16), memory (3, 7, 16), per-sequence memory "
+                 "mask", inputs={"x": x, "memory": memory})]
+
+
+def gpt_block() -> list[Case]:
+    gen, layer = _generator(), _fixed(lambda: EncoderLayer(16, 4, 32, dropout=0.0))
+    x, x3 = _randn(gen, 2, 6, 16, grad=True), _randn(gen, 3, 4, 16)
+    return [Case((layer, x), "for a tl.EncoderLayer(16, 4, 32) and x (2, 6, 16)", inputs={"x": x}),
+            Case((layer, x3), "for x (3, 4, 16)")]
+
+
+def floats(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = ()) -> list[Case]:
+    """Random inputs of each shape (the first with gradients), each followed by its ``extra`` argument if any."""
+    gen, cases = _generator(), []
+    for i, shape in enumerate(shapes):
+        x = _randn(gen, *shape, grad=i == 0).mul(3).add(1)  # not centred: a norm must do real work
+        more = extra[i:i + 1]
+        about = f"for input {shape}" + "".join(f", temperature {t}" for t in more)
+        cases.append(Case((x, *more), about, build, {"input": x} if i == 0 else {}))
+    return cases
+
+
+def numbered(shapes_and_args) -> list[Case]:
+    """Inputs numbered 0, 1, 2, ... (a feature in the wrong place shows), the first with gradients."""
+    cases = []
+    for i, (shape, rest) in enumerate(shapes_and_args):
+        x = torch.arange(math.prod(shape), dtype=torch.float32).view(shape).requires_grad_(i == 0)
+        cases.append(Case((x, *rest), f"for x {shape}" + "".join(f", num_heads={r}" for r in rest),
+                          inputs={"x": x} if i == 0 else {}))
+    return cases
+
+
+def positional_tables() -> list[Case]:
+    return [Case((16, 50), "for d_model=16, max_len=50"), Case((6, 10), "for d_model=6, max_len=10")]
+
+
+def causal_masks(with_cache: bool) -> list[Case]:
+    sizes = [(2, 5), (3, 3), (1, 1)] if with_cache else [(4,), (7,), (1,)]
+    return [Case(size, f"for {'(T_q, T_k)' if with_cache else 'T'} = {', '.join(map(str, size))}") for size in sizes]
+
+
+def target_changes() -> list[Case]:
+    """Pairs of target batches that agree up to position t and differ after it (source and target ids 1-3)."""
+    gen, cases = _generator(), []
+    for t in (0, 2):
+        src, tgt = torch.randint(1, 4, (2, 6), generator=gen), torch.randint(1, 4, (2, 5), generator=gen)
+        changed = tgt.clone()
+        changed[:, t + 1:] = torch.randint(1, 4, changed[:, t + 1:].shape, generator=gen)
+        cases.append(Case((src, tgt, changed, t), f"changing target tokens after position {t} (ids 1-3)"))
+    return cases
+
+
+def target_rows() -> list[Case]:
+    return [Case((torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
+                 "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)")]
+
+
+def smoothing_targets() -> list[Case]:
+    return [Case((torch.tensor([4, 0, 7, 5]), 9, 0.1, 0), "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0"),
+            Case((torch.tensor([3, 2, 6, 1]), 8, 0.2, 2), "for target [3, 2, 6, 1], V=8, eps=0.2, pad_id=2")]
+
+
+def schedule_steps() -> list[Case]:
+    return [Case((step, d_model, warmup), f"at step {step} (d_model={d_model}, warmup={warmup}, in the "
+                 f"{'warm-up, step <= warmup' if step <= warmup else 'decay, step > warmup'})")
+            for d_model, warmup in ((512, 4000), (64, 100)) for step in (1, warmup // 2, warmup, 3 * warmup)]
+
+
+def shards() -> list[Case]:
+    """Data-parallel shards of unequal length and padding: ``([(logits, target) per rank], tokens, world_size)``."""
+    gen, cases = _generator(), []
+    for world_size in (2, 3):
+        per_rank = []
+        for rank in range(world_size):
+            length = 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
+            target = torch.randint(1, 7, (2, length), generator=gen)
+            target[0, length - rank - 1:] = 0  # some padding (pad id 0)
+            per_rank.append((_randn(gen, 2, length, 7, grad=True), target))
+        tokens = sum(int((target != 0).sum()) for _, target in per_rank)
+        cases.append(Case((per_rank, tokens, world_size), f"with {world_size} processes holding unequal shards",
+                          inputs={f"rank {r}'s logits": logits for r, (logits, _) in enumerate(per_rank)}))
+    return cases
+
+
+def token_batches() -> list[Case]:
+    tokens = torch.randint(6, 40, (100, 1000), generator=_generator())  # (B, T): ids 0-4 special, 5 is <mask>
+    tokens[:, -100:] = 0  # padding at the end of every row
+    return [Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.15), "on 100,000 tokens (V=40, mask_id=5, specials 0-4, rate "
+                 "0.15)"), Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.3), "with rate 0.3")]
+
+
+def lm_configs() -> list[Case]:
+    base = LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, max_len=256)
+    configs = [base, base.replace(positional="sinusoidal"), base.replace(norm_first=False, d_ff=300, num_layers=2),
+               LMConfig.gpt2_small()]
+    return [Case((c,), f"for LMConfig(vocab_size={c.vocab_size}, d_model={c.d_model}, d_ff={c.d_ff}, num_layers="
+                 f"{c.num_layers}, max_len={c.max_len}, positional={c.positional!r}, norm_first={c.norm_first})")
+            for c in configs]
+
+
+def own_row(results=None) -> list[Case]:
+    """Notebook 10: ``my_row()`` takes no argument; ``results`` (the committed runs by default) go to the verdict."""
+    return [Case((results,), "your row")]
