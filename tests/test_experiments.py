@@ -220,6 +220,7 @@ def test_judge_own_row_trains_the_row_and_reports_the_prediction():
         (({"num_heads": 0}, "same"), "not a valid model"),
         ((ex.Row("x", "A", {"num_heads": 3}), "same"), "not a valid model"),
         ((ex.Row("x", "C", {"num_layers": 40}), "lower"), "within 4x"),
+        (({"d_model": 100_000, "num_heads": 8}, "lower"), "within 4x"),  # counted on the meta device: no allocation
     ],
 )
 def test_judge_own_row_names_what_is_wrong(answer, words):

@@ -479,8 +479,9 @@ def judge_own_row(
         base_config, _ = _config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
-    size = count_parameters(build_model(config, d_k))["total"]
-    base_size = count_parameters(build_model(base_config))["total"]
+    with torch.device("meta"):  # counted without memory: a huge row gets this message, not an allocation error
+        size = count_parameters(build_model(config, d_k))["total"]
+        base_size = count_parameters(build_model(base_config))["total"]
     if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
         raise ValueError(
             f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base {base_size:,} and "
