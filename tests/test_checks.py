@@ -608,3 +608,162 @@ def test_check_lm_parameter_count_accepts_a_numpy_integer():
             return np.int64(sum(p.numel() for p in tl.DecoderOnlyLM(config).parameters()))
 
     assert tl.checks.check_lm_parameter_count(count)
+
+
+# --- what a fresh review found: each promise, tested on the code that broke it ---------------------------
+
+
+class MisspelledForward(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def foward(self, query, key, value, mask=None):  # the typo: nn.Module raises NotImplementedError itself
+        return query
+
+
+def test_only_the_stubs_own_not_implemented_error_means_not_implemented_yet():
+    result = tl.checks.check_multi_head_attention(MisspelledForward)
+    assert not result and "not implemented yet" not in result.message and "spelling" in result.message
+
+    def meta_attention(q, k, v, mask=None):
+        torch.empty(2, device="meta").cpu()  # PyTorch's own NotImplementedError
+        return q
+
+    result = tl.checks.check_attention(meta_attention)
+    assert not result and "raised NotImplementedError" in result.message, result.message
+
+
+def test_the_causal_decoder_check_survives_a_broken_model_and_restores_every_module_mode():
+    class NoInit(nn.Module):
+        def __init__(self):  # forgot super().__init__()
+            pass
+
+        def forward(self, src, tgt):
+            return torch.zeros(*tgt.shape, 4)
+
+    result = tl.checks.check_causal_decoder(NoInit())
+    assert not result and "super().__init__()" in result.message, result.message
+    model = tl.Transformer(tiny_config()).train()
+    model.src_embed.eval()
+    assert tl.checks.check_causal_decoder(model)
+    assert model.training and not model.src_embed.training and all(m.training for m in model.decoder.modules())
+
+
+@pytest.mark.parametrize("check", ["check_attention", "check_multi_head_attention", "check_encoder_layer",
+                                   "check_decoder_layer"])
+def test_a_check_called_under_autocast_still_passes_a_correct_answer(check):
+    import solutions
+
+    code = next(solutions.solution(nb, name) for nb, _, name, _, graded in solutions.EXERCISES if graded == check)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        result = getattr(tl.checks, check)(code)
+    assert result, result.message
+
+
+@pytest.mark.parametrize(("check", "code"), [
+    ("check_temperature_softmax", lambda logits, t: ((logits / t).softmax(-1), "junk")),
+    ("check_split_heads", lambda x, h: (tl.split_heads(x, h), None)),
+    ("check_positional_encoding", lambda d, n: (tl.sinusoidal_encoding(d_model=d, max_len=n), 0)),
+    ("check_label_smoothing", lambda *args: (tl.smoothed_targets(*args), 1)),
+])
+def test_a_tuple_is_no_answer_where_the_form_is_one_tensor(check, code):
+    result = getattr(tl.checks, check)(code)
+    assert not result and "got tuple" in result.message, result.message
+
+
+@pytest.mark.parametrize("make_mask", [
+    lambda t: torch.ones(t, t, dtype=torch.bool).tril().flatten(),
+    lambda t: torch.ones(t, t, dtype=torch.bool).tril()[:, None],
+])
+def test_the_causal_mask_check_accepts_only_the_two_documented_shapes(make_mask):
+    assert not tl.checks.check_causal_mask(make_mask)
+
+
+def _mha_variant(forward):
+    import solutions
+
+    return type("Variant", (solutions.solution("02", "MyMultiHeadAttention"),), {"forward": forward})
+
+
+def test_forgotten_output_projection_and_shared_key_projection_get_their_hints():
+    def no_output_projection(self, query, key, value, mask=None):
+        heads = tl.scaled_dot_product_attention(*(tl.split_heads(w(t), self.num_heads) for w, t in
+                                                  ((self.w_q, query), (self.w_k, key), (self.w_v, value))), mask)[0]
+        return tl.combine_heads(heads)
+
+    def query_projection_for_keys(self, query, key, value, mask=None):
+        q, k, v = (tl.split_heads(w(t), self.num_heads) for w, t in ((self.w_q, query), (self.w_q, key),
+                                                                     (self.w_v, value)))
+        return self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0]))
+
+    assert "w_o was not applied" in tl.checks.check_multi_head_attention(_mha_variant(no_output_projection)).message
+    assert "projected with w_q" in tl.checks.check_multi_head_attention(_mha_variant(query_projection_for_keys)).message
+
+
+def test_cross_attention_with_queries_from_the_memory_gets_its_hint():
+    import solutions
+
+    class Swapped(solutions.solution("05", "MyDecoderLayer")):
+        def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+            x = self.norm1(x + self.self_attn(x, x, x, tgt_mask)[0])
+            x = self.norm2(x + self.cross_attn(memory, x, x, memory_mask)[0])
+            return self.norm3(x + self.feed_forward(x))
+
+    result = tl.checks.check_decoder_layer(Swapped)
+    assert not result and "queries came from the memory" in result.message, result.message
+
+
+def test_targets_of_zero_instead_of_ignore_index_get_their_hint():
+    def zero_targets(tokens, mask_id, vocab_size, special_ids, rate, generator):
+        inputs, targets = tl.lm.mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, generator)
+        return inputs, torch.where(targets == tl.lm.IGNORE_INDEX, 0, targets)
+
+    result = tl.checks.check_mask_tokens(zero_targets)
+    assert not result and "IGNORE_INDEX" in result.message and "target 0" in result.message, result.message
+
+
+def test_exit_in_student_code_is_reported():
+    import sys
+
+    result = tl.checks.check_attention(lambda q, k, v, mask=None: sys.exit(1))
+    assert not result and "SystemExit" in result.message, result.message
+
+
+def test_a_students_warning_is_shown_once_however_often_the_check_runs(recwarn):
+    def attention_that_warns(q, k, v, mask=None):
+        import warnings
+
+        warnings.warn("shown once", UserWarning, stacklevel=1)
+        return tl.scaled_dot_product_attention(q, k, v, mask)
+
+    assert tl.checks.check_attention(attention_that_warns) and tl.checks.check_attention(attention_that_warns)
+    assert sum("shown once" in str(w.message) for w in recwarn) == 1
+
+
+class ScrambledOutput(nn.Module):
+    """A multi-head attention whose output projection is applied twice: wrong for any weights."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, query, key, value, mask=None):
+        q, k, v = (tl.split_heads(w(t), self.num_heads) for w, t in ((self.w_q, query), (self.w_k, key),
+                                                                     (self.w_v, value)))
+        return self.w_o(self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0])))
+
+
+def test_a_check_says_the_same_thing_whatever_the_learners_seed_and_leaves_every_stream_alone():
+    import random
+
+    messages = set()
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        np.random.seed(seed)
+        python_next, numpy_next = random.Random(seed).random(), np.random.RandomState(seed).rand()
+        messages.add(tl.checks.check_multi_head_attention(ScrambledOutput).message)
+        assert random.random() == python_next and np.random.rand() == numpy_next
+    assert len(messages) == 1, messages

@@ -75,22 +75,26 @@ def test_mask_tokens_follows_80_10_10_and_never_picks_specials():
     tokens[:, -50:] = 0  # padding
     mask_id = 4
     inputs, targets = mask_tokens(tokens, mask_id, 50, special_ids=(0, 1, 2, 3), generator=generator)
-    picked = targets != IGNORE_INDEX
-    assert not picked[:, -50:].any()  # padding is never picked
-    assert (inputs[:, -50:] == 0).all()
-    share = picked[:, :-50].float().mean().item()
-    assert 0.14 < share < 0.16
-    masked = (inputs == mask_id) & picked
-    kept = (inputs == tokens) & picked
-    replaced = picked & ~masked & ~kept
-    n = picked.sum().item()
-    assert 0.78 < masked.sum().item() / n < 0.82
-    # a random replacement can draw the original token (1 in 46 here), so "kept" is a little above 10%
-    assert 0.09 < kept.sum().item() / n < 0.12
-    assert 0.08 < replaced.sum().item() / n < 0.11
-    assert ((inputs[replaced] >= 5) & (inputs[replaced] < 50)).all()  # never a special or the mask
-    torch.testing.assert_close(targets[picked], tokens[picked])
-    assert (inputs[~picked] == tokens[~picked]).all()  # positions not picked are untouched
+    shares = tl.lm.masking_shares(tokens, inputs, targets, mask_id, special_ids=(0, 1, 2, 3))
+    assert shares["share of the special positions picked"] == 0.0  # padding is never picked
+    assert 0.14 < shares["share of the non-special positions picked"] < 0.16
+    assert 0.78 < shares["share of picked positions set to mask_id"] < 0.82
+    # a random replacement can draw the original token (1 in 46 here), so "another token" is a little under 10%
+    assert 0.08 < shares["share of picked positions given another token"] < 0.11
+    assert shares["share of random replacements that are special or mask_id"] == 0.0
+    assert shares["share of picked targets that are not the original token"] == 0.0
+    assert shares["share of positions not picked that were changed"] == 0.0
+
+
+def test_masking_shares_count_by_hand():
+    tokens = torch.tensor([[0, 5, 6, 7, 8]])  # 0 is special
+    inputs = torch.tensor([[0, 4, 9, 7, 8]])  # 5 -> <mask> (4), 6 -> another token, 7 picked but kept
+    targets = torch.tensor([[IGNORE_INDEX, 5, 6, 7, IGNORE_INDEX]])
+    shares = tl.lm.masking_shares(tokens, inputs, targets, mask_id=4, special_ids=(0,))
+    assert shares["share of the non-special positions picked"] == 3 / 4
+    assert shares["share of picked positions set to mask_id"] == 1 / 3
+    assert shares["share of picked positions given another token"] == 1 / 3
+    assert shares["share of positions not picked that were changed"] == 0.0
 
 
 def test_masked_lm_loss_counts_only_masked_positions():

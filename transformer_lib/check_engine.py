@@ -7,15 +7,20 @@ discrepancy and the mistake that explains it. It never raises: whatever the stud
 :class:`CheckResult` message.
 """
 
+import contextlib
+import random
+import sys
+import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 
 import torch
 from torch import nn
 
-__all__ = ["CheckResult", "Case", "Mistake", "Entry", "Failure", "judge", "describe"]
+__all__ = ["CheckResult", "Case", "Mistake", "Entry", "Failure", "judge", "describe", "output_and_weights"]
 
 
 @dataclass
@@ -56,17 +61,19 @@ class Mistake:
 @dataclass
 class Entry:
     """One check. ``reference`` is the right function or, when ``builds`` (the student gives a class), a factory
-    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights. A check
-    with nothing to compare with has a ``verdict`` instead: ``(result, case) -> message``, raising Failure."""
+    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights.
+
+    A check with nothing to compare with has a ``verdict`` instead of a reference: ``(result, case) -> report``,
+    raising :class:`Failure` when the code fails; a report (a str) is shown instead of ``success``."""
 
     what: str  # how messages name the student's code: "your attention"
     reference: Callable | None
     cases: Callable[[], list[Case]]
-    mistakes: list[Mistake]
-    hint: str  # when no known mistake explains the difference
-    success: str
+    mistakes: list[Mistake] = field(default_factory=list)
+    hint: str = ""  # when no known mistake explains the difference
+    success: str = ""
     builds: bool = False
-    pick: Callable | None = None  # (result, case) -> {part: value}; parts a student's result lacks are skipped
+    pick: Callable | None = None  # (result, case) -> {part: value}; by default {"output": result}
     run: Callable | None = None  # (code, case) -> result; by default ``code(*case.args)``
     verdict: Callable | None = None
     atol: float = 1e-4
@@ -77,7 +84,20 @@ class Failure(Exception):
     """Raised inside a check to stop at the first problem, with the message to show."""
 
 
-_SHOWN: dict = {}  # the warnings of student code already shown
+class _Stub(Exception):
+    """The student's function is the exercise's stub: it raised ``NotImplementedError`` itself."""
+
+
+_TORCH_DIR = Path(torch.__file__).parent
+_SHOWN: set = set()  # (file, line, category, text) of the student-code warnings already shown
+
+
+def _is_stub(exc: NotImplementedError) -> bool:
+    """A stub's own ``raise NotImplementedError``, not one raised inside PyTorch (a misspelled ``forward``, an
+    operation a device lacks): the innermost frame is a ``raise NotImplementedError`` line outside torch."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    inside_torch = Path(frame.filename).resolve().is_relative_to(_TORCH_DIR.resolve())
+    return not inside_torch and (not frame.line or frame.line.startswith("raise NotImplementedError"))
 
 
 def _call(what: str, fn: Callable, *args, **kwargs):
@@ -86,26 +106,37 @@ def _call(what: str, fn: Callable, *args, **kwargs):
         warnings.simplefilter("always")
         try:
             result = fn(*args, **kwargs)
-        except NotImplementedError:
-            raise
-        except Exception as exc:  # any error in student code becomes a message
+        except NotImplementedError as exc:
+            if _is_stub(exc):
+                raise _Stub from None
+            raise Failure(f"{what} raised NotImplementedError: {exc}. {_hint_for_exception(exc)}") from None
+        except (Exception, SystemExit) as exc:  # any error in student code becomes a message (exit() too)
             raise Failure(f"{what} raised {type(exc).__name__}: {exc}. {_hint_for_exception(exc)}") from None
     for warning in caught:
         if "Implicit dimension choice for softmax" in str(warning.message):
             raise Failure(
-                f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks "
-                "dim=1, the heads!). Hint: write `scores.softmax(dim=-1)`: each query's row over the keys."
+                f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks dim=1: "
+                "in attention, the heads). Hint: always pass `dim`; in attention, `scores.softmax(dim=-1)` "
+                "normalises each query's row over the keys."
             )
-        # any other warning is shown as it would be without the check (once per place, as by default)
-        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno, registry=_SHOWN)
+        key = (warning.filename, warning.lineno, warning.category, str(warning.message))
+        if key not in _SHOWN:  # any other warning is shown, once, as it would be without the check
+            _SHOWN.add(key)
+            with contextlib.suppress(Warning):  # a learner who turned warnings into errors gets no error here
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return result
 
 
-def _hint_for_exception(exc: Exception) -> str:
+def _hint_for_exception(exc: BaseException) -> str:
     text = str(exc)
+    if 'missing the required "forward" function' in text:
+        return "Hint: the method must be called `forward` (check its spelling) and be indented inside the class."
+    if isinstance(exc, SystemExit):
+        return "Hint: a check runs your code; `exit()` or `sys.exit()` in it stops the check, not only your code."
     if "Boolean value of Tensor with more than one" in text:
         return "Hint: `if mask:` asks a whole tensor for one True/False; write `if mask is not None:`."
-    if "cannot assign module before Module.__init__" in text or "has no attribute '_modules'" in text:
+    internals = ("'_modules'", "'_parameters'", "'_buffers'", "'training'")  # what Module.__init__ sets up
+    if "before Module.__init__" in text or any(f"has no attribute {name}" in text for name in internals):
         return "Hint: the first line of `__init__` must be `super().__init__()`."
     if "shape" in text or "size" in text or "dimension" in text:
         return "Hint: print the shapes of the inputs and of each intermediate tensor; compare with the shape comments."
@@ -147,7 +178,11 @@ def _zero_nan(result: dict) -> dict:
     }
 
 
-def _output_and_weights(result, case=None) -> dict:
+def _output(result, case=None) -> dict:
+    return {"output": result}
+
+
+def output_and_weights(result, case=None) -> dict:
     """``output`` or ``(output, weights)``: the forms attention code may return."""
     if isinstance(result, tuple) and len(result) == 2:
         return {"output": result[0]} | ({"weights": result[1]} if result[1] is not None else {})
@@ -155,9 +190,9 @@ def _output_and_weights(result, case=None) -> dict:
 
 
 def _prepare(entry: Entry, student, case: Case):
-    """(the student's callable, the reference, what mistakes get first); a class is built from ``case.build``."""
+    """(the student's callable, the reference); a class is built from ``case.build``."""
     if not entry.builds:
-        return student, entry.reference, None
+        return student, entry.reference
     if not (isinstance(student, type) and issubclass(student, nn.Module)):
         if isinstance(student, nn.Module):
             raise Failure(f"pass the class itself, not an instance: `{type(student).__name__}`, without `(...)`.")
@@ -167,7 +202,7 @@ def _prepare(entry: Entry, student, case: Case):
     module = _call(f"{student.__name__}({shown})", student, *args, **kwargs)
     _call(f"{student.__name__}.eval()", module.eval)
     reference = entry.reference(module, *args, **kwargs).eval()
-    return module, reference, reference
+    return module, reference
 
 
 def _fresh(value):
@@ -180,27 +215,41 @@ def _fresh(value):
 
 
 def _examine(entry: Entry, student) -> str:
-    pick = entry.pick or _output_and_weights
+    """The success message (or the verdicts' reports) if every case passes; else raises the first Failure."""
+    pick = entry.pick or _output
     run = entry.run or (lambda code, case: code(*case.args))
-    if entry.verdict:
-        return "".join(entry.verdict(run(partial(_call, entry.what, student), case), case) for case in entry.cases())
+    reports = []
     for case in entry.cases():
-        subject, reference, bound = _prepare(entry, student, case)
+        subject, reference = _prepare(entry, student, case)
         private = replace(case, args=_fresh(case.args))  # the student's code may change its inputs in place
-        got, expected = pick(run(partial(_call, entry.what, subject), private), case), pick(run(reference, case), case)
+        result = run(partial(_call, entry.what, subject), private)
+        if entry.verdict:
+            reports.append(entry.verdict(result, case))
+            continue
+        got, expected = pick(result, case), pick(run(reference, case), case)
         problem = _differs(got, expected, entry.atol, entry.rtol)
         if problem:
-            for mistake in entry.mistakes:
-                try:
-                    wrong = pick(run(partial(mistake.version, bound) if entry.builds else mistake.version, case), case)
-                except Exception:  # a mistake that cannot run on these inputs explains nothing
-                    continue
-                if _differs(_zero_nan(got), _zero_nan(wrong), entry.atol, entry.rtol) is None:
-                    raise Failure(f"{case.about}: {mistake.hint}")
-            raise Failure(f"{case.about}: {problem} {entry.hint}")
+            explained = _known_mistake(entry, reference, case, got, expected)
+            raise Failure(f"{case.about}: {explained or problem + ' ' + entry.hint}")
         if case.inputs:
             _compare_gradients(entry, subject, case, next(iter(got.values())), next(iter(expected.values())))
-    return entry.success
+    return " ".join(report for report in reports if report) or entry.success
+
+
+def _known_mistake(entry: Entry, reference, case: Case, got: dict, expected: dict) -> str | None:
+    """The hint of the first known mistake whose output is the student's (None: no known mistake explains it)."""
+    pick = entry.pick or _output
+    run = entry.run or (lambda code, case: code(*case.args))
+    for mistake in entry.mistakes:
+        try:
+            wrong = pick(run(partial(mistake.version, reference) if entry.builds else mistake.version, case), case)
+        except Exception:  # a mistake that cannot run on these inputs explains nothing
+            continue
+        if _differs(wrong, expected, entry.atol, entry.rtol) is None:
+            continue  # this mistake changes nothing on these inputs (a mask bug without a mask): it explains nothing
+        if _differs(_zero_nan(got), _zero_nan(wrong), entry.atol, entry.rtol) is None:
+            return mistake.hint
+    return None
 
 
 def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, expected: torch.Tensor) -> None:
@@ -225,7 +274,7 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
     wanted = torch.autograd.grad((expected * weight).sum(), inputs, allow_unused=True)
     if all(grad is None for grad in grads[: len(inputs)]) and any(grad is not None for grad in wanted):
         raise no_gradient  # a view made under no_grad requires grad but leads back to none of the inputs
-    for name, have, want in zip(case.inputs, grads, wanted, strict=False):
+    for name, have, want in zip(case.inputs, grads[: len(inputs)], wanted, strict=True):
         part = f"gradient for {name}"
         problem = _differs(
             {part: torch.zeros_like(want) if have is None else have}, {part: want}, entry.atol, entry.rtol
@@ -240,12 +289,36 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
         raise Failure(f"no gradient reached {unused}: they would never train. Hint: is every layer used in forward?")
 
 
+@contextlib.contextmanager
+def _isolated():
+    """Inside: gradients on (even under the caller's ``no_grad`` or ``inference_mode``), no autocast, and torch's
+    CPU stream seeded 0, so that a check says the same thing every time. After: the learner's random streams
+    (torch's CPU and CUDA ones, Python's, NumPy's) as they were."""
+    python_state, numpy = random.getstate(), sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy else None
+    cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.random.fork_rng(devices=cuda_devices))
+            torch.default_generator.manual_seed(0)  # not torch.manual_seed: it would also queue a CUDA seed
+            stack.enter_context(torch.inference_mode(False))
+            stack.enter_context(torch.enable_grad())
+            stack.enter_context(torch.autocast("cpu", enabled=False))
+            if torch.cuda.is_available():
+                stack.enter_context(torch.autocast("cuda", enabled=False))
+            yield
+    finally:
+        random.setstate(python_state)
+        if numpy is not None:
+            numpy.random.set_state(numpy_state)
+
+
 def judge(name: str, entry: Entry, student) -> CheckResult:
     """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
-    try:  # gradients are compared even if the caller's are off; the learner's random state is left as it was
-        with torch.inference_mode(False), torch.enable_grad(), torch.random.fork_rng(devices=[]):
+    try:
+        with _isolated():
             message = _examine(entry, student)
-    except NotImplementedError:
+    except _Stub:
         return CheckResult(
             name,
             False,
@@ -254,11 +327,12 @@ def judge(name: str, entry: Entry, student) -> CheckResult:
         )
     except Failure as failure:
         return CheckResult(name, False, f"❌ {name}: {failure}")
-    except Exception as exc:  # the student's result broke the comparison itself (an odd type, say)
+    except (Exception, SystemExit) as exc:  # the student's result broke the comparison itself (an odd type, say)
         return CheckResult(
             name,
             False,
             f"❌ {name}: could not judge your code's result ({type(exc).__name__}: "
             f"{exc}). Hint: return what the exercise asks for, with its shape.",
         )
-    return CheckResult(name, True, f"✅ {name}: {message}" + ("" if entry.verdict else " Well done!"))
+    praise = " Well done!" if message == entry.success else ""  # a verdict's own report stands alone
+    return CheckResult(name, True, f"✅ {name}: {message}{praise}")

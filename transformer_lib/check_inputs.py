@@ -38,7 +38,7 @@ def _padded(lengths: list[int], size: int, dims: int = 4) -> torch.Tensor:
 def _fixed(build):
     """The same module every time (seed 0, eval mode), built without moving the learner's random state."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)  # not torch.manual_seed: it would also queue a seed for CUDA
         return build().eval()
 
 

@@ -62,7 +62,7 @@ def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> Mu
     linears = {n: getattr(student, n, None) for n in _PROJECTIONS}
     biased = {n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None}
     found = sum(p.numel() for p in student.parameters())
-    counts = {b: sum(p.numel() for p in MultiHeadAttention(d_model, num_heads, bias=b).parameters()) for b in (0, 1)}
+    counts = {False: 4 * d_model * d_model, True: 4 * d_model * (d_model + 1)}  # w_q, w_k, w_v, w_o; with biases
     if found not in counts.values():
         unregistered = [n for n, layer in linears.items() if not isinstance(layer, nn.Linear)]
         expected = counts[bool(biased)]
@@ -100,16 +100,19 @@ def layer_norm(student: nn.Module, d_model: int) -> LayerNorm:
     if found != 2 * d_model:
         raise Failure(f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
                        f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`.")
+    # Under nn.LayerNorm's names `weight` and `bias`, the gain and shift are copied into the reference, set to
+    # values other than 1 and 0 so that forgetting them shows. Under other names they cannot be found: the
+    # comparison then runs with them as they start, which must be 1 and 0 (a fresh LayerNorm only normalises).
     named = dict(student.named_parameters())
-    if {"weight", "bias"} <= set(named):  # nn.LayerNorm's names: test them with values other than 1 and 0
-        if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):  # other names: the output
+    if {"weight", "bias"} <= set(named):
+        if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):
             raise Failure("a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and its shift "
                           "`bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and `torch.zeros(d_model)`.")
         with torch.no_grad():
             named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
             named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
         return copy_weights(LayerNorm(d_model), student, {"": ""})
-    return LayerNorm(d_model)  # other names: they must start at 1 and 0, like nn.LayerNorm's
+    return LayerNorm(d_model)
 
 
 def positional_encoding(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:

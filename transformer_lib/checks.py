@@ -15,7 +15,6 @@ student's code is reported, and a stub that raises ``NotImplementedError`` is "n
 # fmt: off
 
 import math
-import numbers
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -27,11 +26,11 @@ from torch import nn
 from . import check_inputs as draw
 from . import check_references as references
 from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
-from .check_engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge
+from .check_engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, output_and_weights
 from .decoder import DecoderLayer
 from .encoder import EncoderLayer
 from .layers import sinusoidal_encoding
-from .lm import IGNORE_INDEX, DecoderOnlyLM, mask_tokens
+from .lm import IGNORE_INDEX, DecoderOnlyLM, mask_tokens, masking_shares
 from .masks import causal_mask
 from .model import count_parameters
 from .train import noam_lr, smoothed_targets
@@ -46,33 +45,37 @@ __all__ = [
 ]
 
 
-# --- how each check calls the student's code and reads its result (the engine's default: ``code(*args)``, and
-# ``output`` or ``(output, weights)``); the inputs themselves are drawn in check_inputs -----------------------
+# --- how each check calls the student's code and reads its result (the engine's default: ``code(*args)``, read
+# as one ``output``); the inputs themselves are drawn in check_inputs --------------------------------------------
 
 
 def _causal_mask_pick(result, case: Case) -> dict:
-    """A causal mask may be ``(T_q, T_k)`` or ``(1, 1, T_q, T_k)``; it must be bool."""
+    """A causal mask may be ``(T_q, T_k)`` or ``(1, 1, T_q, T_k)`` (any leading axes of size 1); it must be bool."""
     size_q, size_k = case.args[0], case.args[-1]
     if isinstance(result, torch.Tensor) and result.dtype != torch.bool:
         raise Failure(f"the mask has dtype {result.dtype}; masks are bool, True = may attend. Hint: "
                        "`torch.ones(T, T, dtype=torch.bool).tril()`.")
-    if isinstance(result, torch.Tensor) and result.numel() == size_q * size_k:
+    if isinstance(result, torch.Tensor) and result.shape[-2:] == (size_q, size_k) and result.numel() == size_q * size_k:
         result = result.reshape(size_q, size_k)
     return {"mask": result}
 
 
-def _causal_decoder_run(model, case: Case) -> torch.Tensor:
-    """How far each of the first ``t + 1`` positions' logits move when only target tokens after t change."""
-    src, tgt, changed, t = case.args
-    before, after = model(src, tgt), model(src, changed)
-    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 for r in (before, after)):
+def _causal_decoder_run(model, case: Case) -> tuple:
+    """The logits for the target and for the target changed after position t."""
+    src, tgt, changed, _ = case.args
+    return model(src, tgt), model(src, changed)
+
+
+def _causal_decoder_verdict(logits: tuple, case: Case) -> None:
+    """No reference: the logits of the first ``t + 1`` positions must not move when only later tokens change."""
+    (before, after), t = logits, case.args[-1]
+    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 and r.shape == before.shape for r in logits):
         raise Failure(f"the model should return logits (B, T, vocab_size), got {describe(before)}.")
     moved = (after - before)[:, :t + 1].abs().amax(-1)  # (B, t + 1): the largest change of each position's logits
     if moved.max() > 1e-4:
         sequence, position = divmod(int(moved.argmax()), t + 1)
         raise Failure(f"{case.about}: the logits at position {position} of sequence {sequence} moved by "
                       f"{moved.max():.3g}; they must not. {CHECKS['check_causal_decoder'].hint}")
-    return moved
 
 
 def _shifted_pick(result, case=None) -> dict:
@@ -84,9 +87,15 @@ def _shifted_pick(result, case=None) -> dict:
 def _number(part: str) -> Callable:
     """Reads a Python, NumPy (``np.float32`` is no ``float``) or one-element torch number as a tensor ``part``."""
     def pick(result, case=None) -> dict:
-        is_number = isinstance(result, numbers.Real) and not isinstance(result, bool)
-        is_number |= isinstance(result, torch.Tensor) and result.numel() == 1
-        return {part: torch.tensor(float(result), dtype=torch.float64) if is_number else result}
+        if result is None:
+            return {part: None}  # the engine says "a missing `return`?"
+        try:
+            if isinstance(result, bool | str | bytes):
+                raise TypeError
+            value = float(result.detach() if isinstance(result, torch.Tensor) else result)
+        except (TypeError, ValueError, RuntimeError):
+            raise Failure(f"your {part} should be one number, got {describe(result)} {result!r:.60}.") from None
+        return {part: torch.tensor(value, dtype=torch.float64)}
     return pick
 
 
@@ -132,7 +141,7 @@ def _mask_tokens_pick(result, case: Case) -> dict:
     """Proportions, not positions: two correct recipes draw different positions, but the same shares."""
     if isinstance(result, _ExpectedShares):
         return {part: torch.tensor(share) for part, share in result.items()}
-    tokens, mask_id, vocab_size, specials, _ = case.args
+    tokens, mask_id, _, specials, _ = case.args
     if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
         raise Failure(f"return a tuple (inputs, targets) of two tensors shaped like tokens {tuple(tokens.shape)}; "
                       f"got {describe(result) if not isinstance(result, tuple) else 'a tuple of ' + str(len(result))}.")
@@ -140,23 +149,7 @@ def _mask_tokens_pick(result, case: Case) -> dict:
     if inputs.shape != tokens.shape or targets.shape != tokens.shape:
         raise Failure(f"inputs {describe(inputs)} and targets {describe(targets)} must both have the shape of tokens "
                       f"{tuple(tokens.shape)}.")
-    maskable = ~torch.isin(tokens, torch.tensor(specials))  # (B, T)
-    picked = targets != IGNORE_INDEX
-    replaced = picked & (inputs != tokens) & (inputs != mask_id)
-    special_or_mask = torch.isin(inputs, torch.tensor([*specials, mask_id]))
-
-    def share(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
-        return part.sum() / whole.sum().clamp(min=1)
-
-    return {  # shares, so that a mistake drawn with other random numbers still lands within the tolerance
-        "share of the non-special positions picked": share(picked & maskable, maskable),
-        "share of the special positions picked": share(picked & ~maskable, ~maskable),
-        "share of picked positions set to mask_id": share((inputs == mask_id) & picked, picked),
-        "share of picked positions given another token": share(replaced, picked),
-        "share of positions not picked that were changed": share((inputs != tokens) & ~picked, ~picked),
-        "share of random replacements that are special or mask_id": share(replaced & special_or_mask, replaced),
-        "share of picked targets that are not the original token": share(picked & (targets != tokens), picked),
-    }
+    return {part: torch.tensor(share) for part, share in masking_shares(tokens, *result, mask_id, specials).items()}
 
 
 def _own_row_verdict(answer, case: Case) -> str:
@@ -189,10 +182,13 @@ def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=
     return scores.softmax(dim) @ v  # (..., T_q, d_v)
 
 
-def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, **knobs) -> torch.Tensor:
+def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, key_projection="w_k",
+         output_projection=True, **knobs) -> torch.Tensor:
     q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
-    k, v = split_heads(ref.w_k(key), ref.num_heads), split_heads(ref.w_v(value), ref.num_heads)  # (B, h, T_k, d_k)
-    return ref.w_o(merge(_attend(q, k, v, mask, **knobs)))  # (B, T_q, d_model)
+    k = split_heads(getattr(ref, key_projection)(key), ref.num_heads)  # (B, h, T_k, d_k)
+    v = split_heads(ref.w_v(value), ref.num_heads)  # (B, h, T_k, d_k)
+    heads = merge(_attend(q, k, v, mask, **knobs))  # (B, T_q, d_model)
+    return ref.w_o(heads) if output_projection else heads
 
 
 def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
@@ -202,20 +198,23 @@ def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tens
     return y if pre else norm(y)
 
 
-def _encoder(ref: EncoderLayer, x, mask=None, *, swap=False, skip="", use_mask=True) -> torch.Tensor:
+def _encoder(ref: EncoderLayer, x, mask=None, *, swap=False, skip=(), use_mask=True) -> torch.Tensor:
+    """``skip``: the sublayers ("self", "feed-forward") whose residual ``x +`` is forgotten."""
     pre = ref.residual_attn.norm_first != swap
     x = _sublayer(x, lambda y: ref.self_attn(y, y, y, mask if use_mask else None)[0], ref.residual_attn.norm, pre,
-                  "attention" not in skip)
+                  "self" not in skip)
     return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
 
 
-def _decoder(ref: DecoderLayer, x, memory, tgt_mask=None, memory_mask=None, *, swap=False, skip="", self_mask="tgt",
-             cross_mask="memory") -> torch.Tensor:
+def _decoder(ref: DecoderLayer, x, memory, tgt_mask=None, memory_mask=None, *, swap=False, skip=(), self_mask="tgt",
+             cross_mask="memory", queries_from_memory=False) -> torch.Tensor:
+    """``skip``: the sublayers ("self", "cross", "feed-forward") whose residual ``x +`` is forgotten."""
     masks, pre = {"tgt": tgt_mask, "memory": memory_mask, "none": None}, ref.residual_self.norm_first != swap
     x = _sublayer(x, lambda y: ref.self_attn(y, y, y, masks[self_mask])[0], ref.residual_self.norm, pre,
                   "self" not in skip)
-    x = _sublayer(x, lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0], ref.residual_cross.norm, pre,
-                  "cross" not in skip)
+    cross = (lambda y: ref.cross_attn(memory, y, y, masks[cross_mask])[0]) if queries_from_memory else (
+        lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0])
+    x = _sublayer(x, cross, ref.residual_cross.norm, pre, "cross" not in skip)
     return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
 
 
@@ -240,6 +239,8 @@ def _mask_tokens_version(tokens, mask_id, vocab_size, specials, rate, generator,
                                   generator)
     if mistake == "all masked":
         inputs = torch.where(targets != IGNORE_INDEX, mask_id, tokens)
+    if mistake == "ignored as 0":
+        targets = torch.where(targets != IGNORE_INDEX, targets, 0)
     return inputs, tokens.clone() if mistake == "targets everywhere" else targets
 
 
@@ -274,14 +275,18 @@ _LAYER_BUGS = [  # (hint, the knobs of _encoder / _decoder)
     ("post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the residual sum, `norm(x + "
      "sublayer(x))`; norm_first=True normalises the sublayer's input, `x + sublayer(norm(x))`.", {"swap": True}),
     ("the residual connection around the attention is missing. Hint: add the sublayer's input back, `x + ...`.",
-     {"skip": "attention self"}),
-    ("the residual connection around the cross-attention is missing. Hint: `x + cross_attn(...)`.", {"skip": "cross"}),
+     {"skip": {"self"}}),
+    ("the residual connection around the cross-attention is missing. Hint: `x + cross_attn(...)`.",
+     {"skip": {"cross"}}),
     ("the residual connection around the feed-forward network is missing. Hint: `x + feed_forward(...)`.",
-     {"skip": "feed-forward"}),
+     {"skip": {"feed-forward"}}),
 ]
 _ENCODER_BUGS = [("the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
                   {"use_mask": False})]
 _DECODER_BUGS = [
+    ("the cross-attention's queries came from the memory and its keys and values from x: the decoder asks (queries) "
+     "and the encoder's memory answers (keys, values). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"queries_from_memory": True}),
     ("the self-attention ignored the target mask, so each position sees the future. Hint: `self.self_attn(x, x, x, "
      "tgt_mask)`.", {"self_mask": "none"}),
     ("the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its keys come from the "
@@ -304,7 +309,7 @@ CHECKS: dict[str, Entry] = {
         "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
         "weights @ v.",
         "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
-        "sequence; gradients match too."),
+        "sequence; gradients match too.", pick=output_and_weights),
     "check_split_heads": Entry(
         "your split_heads", split_heads, partial(draw.numbered, [((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
         [Mistake("the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, 2)` after the "
@@ -329,10 +334,14 @@ CHECKS: dict[str, Entry] = {
          Mistake("heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
                  "`out.transpose(1, 2).reshape(B, T, d_model)`.", partial(_mha, merge=lambda x: x.reshape(
                      x.size(0), x.size(2), -1))),
+         Mistake("the output projection w_o was not applied: after combining the heads, `self.w_o(...)` mixes what "
+                 "the heads found.", partial(_mha, output_projection=False)),
+         Mistake("the keys were projected with w_q: queries, keys and values each have their own projection. Hint: "
+                 "`self.w_k(key)`.", partial(_mha, key_projection="w_q")),
          *_bugs(_mha, _ATTENTION_BUGS)],
         "Hint: test split, attention and combine alone, each against its check.",
         "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
-        "cross-attention; gradients match and reach every parameter.", builds=True),
+        "cross-attention; gradients match and reach every parameter.", builds=True, pick=output_and_weights),
     "check_positional_encoding": Entry(
         "your encoding", lambda d_model, max_len: sinusoidal_encoding(d_model=d_model, max_len=max_len),
         draw.positional_tables,
@@ -394,7 +403,8 @@ CHECKS: dict[str, Entry] = {
          Mistake("every sequence got the first sequence's memory mask: keep its batch axis (B, 1, 1, T_src).",
                  lambda attn, x, m, mask: attn(x, m, m, mask[:1]))],
         "Hint: `attn(x, memory, memory, memory_mask)[0]`.",
-        "queries from the decoder, keys and values from the memory, the source's padding masked."),
+        "queries from the decoder, keys and values from the memory, the source's padding masked.",
+        pick=output_and_weights),
     "check_causal_mask": Entry(
         "your causal mask", lambda size: causal_mask(size)[0, 0], partial(draw.causal_masks, with_cache=False),
         [Mistake("the mask is inverted: True should mark what a query *may* see (j <= i).",
@@ -414,11 +424,12 @@ CHECKS: dict[str, Entry] = {
                  lambda q, k: ~causal_mask(q, k)[0, 0])],
         "Hint: query i is position i + T_k - T_q and may see keys up to there.",
         "lets each new query see the cache, itself and the past only.", pick=_causal_mask_pick),
-    "check_causal_decoder": Entry(  # the reference is any causal function of the target: no position sees later ones
-        "your model", lambda src, tgt: tgt.cumsum(1)[..., None].float(), draw.target_changes, [],
+    "check_causal_decoder": Entry(  # no reference: no position's logits may move when only later tokens change
+        "your model", None, draw.target_changes, [],
         "The decoder sees the future, so it trains to a near-zero loss by copying the next token and then generates "
         "garbage. Hint: give the decoder's self-attention the causal mask, `tl.causal_mask(T) & padding_mask`.",
-        "the logits at each position depend only on the target tokens up to it.", run=_causal_decoder_run),
+        "the logits at each position depend only on the target tokens up to it.", run=_causal_decoder_run,
+        verdict=_causal_decoder_verdict),
     "check_shifted_targets": Entry(
         "your shift", lambda tgt: (tgt[:, :-1], tgt[:, 1:]), draw.target_rows,
         [Mistake("the targets are not shifted: the decoder would be asked for the token it already sees, learn to copy "
@@ -488,6 +499,9 @@ CHECKS: dict[str, Entry] = {
          Mistake("the targets keep every token, so the loss would score positions the model can see (and copy). Hint: "
                  "`lm.IGNORE_INDEX` at positions that were not picked.",
                  partial(_mask_tokens_version, mistake="targets everywhere")),
+         Mistake("the positions not picked have target 0, which is a token id: the loss would score them. Hint: "
+                 "`lm.IGNORE_INDEX` (-100), which cross-entropy skips.", partial(_mask_tokens_version,
+                                                                                  mistake="ignored as 0")),
          Mistake("special_ids were ignored: special tokens (padding) were picked, or drawn as random replacements. "
                  "Only positions whose token is not special may be picked, and a replacement is never special nor "
                  "mask_id.",
@@ -513,16 +527,16 @@ CHECKS: dict[str, Entry] = {
         "2 d_model d_ff + d_ff + d_model + 4 d_model, and 2 d_model for the final norm of a pre-LN stack.",
         "every parameter accounted for.", pick=_number("parameter count"), atol=0.0, rtol=0.0),
     "check_table3_row": Entry(  # no reference: the row is trained and the outcome set next to the prediction
-        "your my_table3_row()", None, draw.own_row, [], "", "", run=lambda my_row, case: my_row(),
-        verdict=_own_row_verdict),
+        "your my_table3_row()", None, draw.own_row, run=lambda my_row, case: my_row(), verdict=_own_row_verdict),
 }
 
 
 # --- the checks the notebooks call -----------------------------------------------------------------------
 
 
-def _judge(entry: str, student) -> CheckResult:
-    return judge(entry.removesuffix("_module").removesuffix("_cached"), CHECKS[entry], student)
+def _judge(key: str, student) -> CheckResult:
+    """The check ``CHECKS[key]``; a variant's key (``_module``, ``_cached``) reports under the check's name."""
+    return judge(key.removesuffix("_module").removesuffix("_cached"), CHECKS[key], student)
 
 
 def _check(entry: str, form: str) -> Callable[[object], CheckResult]:
@@ -578,11 +592,16 @@ def check_causal_decoder(model) -> CheckResult:
     if isinstance(model, type):
         return CheckResult("check_causal_decoder", False, "❌ check_causal_decoder: pass a model, not its class: "
                            "`check_causal_decoder(MyModel(config))`.")
-    was_training = isinstance(model, nn.Module) and model.training
-    result = _judge("check_causal_decoder", model.eval() if isinstance(model, nn.Module) else model)
-    if was_training:
-        model.train()
-    return result
+
+    def in_eval_mode(src, tgt):  # run by the engine inside its guard: a broken model cannot make the check raise
+        modes = {module: module.training for module in model.modules()} if isinstance(model, nn.Module) else {}
+        try:
+            return model.eval()(src, tgt) if modes else model(src, tgt)
+        finally:
+            for module, training in modes.items():
+                module.train(training)
+
+    return _judge("check_causal_decoder", in_eval_mode)
 
 
 def check_table3_row(my_row: Callable, results=None) -> CheckResult:

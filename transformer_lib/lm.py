@@ -32,6 +32,7 @@ __all__ = [
     "MaskedLM",
     "LMCache",
     "mask_tokens",
+    "masking_shares",
     "language_model_loss",
     "generate",
     "perplexity",
@@ -246,6 +247,32 @@ def mask_tokens(
     inputs = torch.where(to_random, random_ids, inputs)
     targets = torch.where(picked, tokens, torch.full_like(tokens, IGNORE_INDEX))
     return inputs, targets
+
+
+def masking_shares(
+    tokens: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, mask_id: int, special_ids: tuple[int, ...]
+) -> dict[str, float]:
+    """What a masking did to ``tokens (B, T)``, as the shares that define BERT's recipe (:func:`mask_tokens` aims
+    at 15% picked, 80% of them ``mask_id``, 10% another token, none of the rest changed). Shares, not positions:
+    two correct recipes draw different positions, but the same shares. A replacement may draw the original token,
+    so "given another token" sits a little under 10%."""
+    maskable = ~torch.isin(tokens, torch.tensor(special_ids, dtype=tokens.dtype))  # (B, T)
+    picked = targets != IGNORE_INDEX  # (B, T)
+    replaced = picked & (inputs != tokens) & (inputs != mask_id)
+    special_or_mask = torch.isin(inputs, torch.tensor([*special_ids, mask_id], dtype=inputs.dtype))
+
+    def share(part: torch.Tensor, whole: torch.Tensor) -> float:
+        return part.sum().item() / max(whole.sum().item(), 1)
+
+    return {
+        "share of the non-special positions picked": share(picked & maskable, maskable),
+        "share of the special positions picked": share(picked & ~maskable, ~maskable),
+        "share of picked positions set to mask_id": share((inputs == mask_id) & picked, picked),
+        "share of picked positions given another token": share(replaced, picked),
+        "share of positions not picked that were changed": share((inputs != tokens) & ~picked, ~picked),
+        "share of random replacements that are special or mask_id": share(replaced & special_or_mask, replaced),
+        "share of picked targets that are not the original token": share(picked & (targets != tokens), picked),
+    }
 
 
 def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
