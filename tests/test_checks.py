@@ -767,3 +767,157 @@ def test_a_check_says_the_same_thing_whatever_the_learners_seed_and_leaves_every
         messages.add(tl.checks.check_multi_head_attention(ScrambledOutput).message)
         assert random.random() == python_next and np.random.rand() == numpy_next
     assert len(messages) == 1, messages
+
+
+# --- a second fresh review -------------------------------------------------------------------------------
+
+
+def test_a_stub_in_any_form_and_in_a_helper_is_not_implemented_yet():
+    def todo(q, k, v, mask=None):
+        raise NotImplementedError("todo")
+
+    def one_line(q, k, v, mask=None):
+        if True: raise NotImplementedError  # noqa: E701
+
+    assert "not implemented yet" in tl.checks.check_attention(todo).message
+    assert "not implemented yet" in tl.checks.check_attention(one_line).message
+
+    def my_split_heads(x, num_heads):
+        raise NotImplementedError
+
+    class UsesAStubbedHelper(nn.Module):
+        def __init__(self, d_model, num_heads):
+            super().__init__()
+            self.num_heads = num_heads
+            self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+        def forward(self, query, key, value, mask=None):
+            return my_split_heads(self.w_q(query), self.num_heads)
+
+    message = tl.checks.check_multi_head_attention(UsesAStubbedHelper).message
+    assert "not implemented yet (`my_split_heads`, which your code calls)" in message, message
+
+
+def test_a_not_implemented_error_from_the_standard_library_is_no_stub():
+    import logging
+
+    def attention(q, k, v, mask=None):
+        logging.Handler().emit(None)  # an abstract method: the standard library raises NotImplementedError
+
+    result = tl.checks.check_attention(attention)
+    assert not result and "raised NotImplementedError: emit must be implemented" in result.message, result.message
+
+
+def test_warnings_are_shown_even_when_student_code_raises(recwarn):
+    def warns_then_raises(q, k, v, mask=None):
+        import warnings
+
+        warnings.warn("a clue before the error", UserWarning, stacklevel=1)
+        raise ValueError("boom")
+
+    result = tl.checks.check_attention(warns_then_raises)
+    assert not result and "ValueError: boom." in result.message and ".." not in result.message
+    assert any("a clue before the error" in str(w.message) for w in recwarn)
+
+
+def test_the_causal_decoder_check_refuses_nan_and_wrongly_shaped_logits():
+    nan = tl.checks.check_causal_decoder(lambda src, tgt: torch.full((*tgt.shape, 4), float("nan")))
+    assert not nan and "NaN or inf" in nan.message
+
+    def leaks_but_nan_first(src, tgt):  # position t reads token t + 1; position 0 is NaN
+        logits = torch.nn.functional.one_hot(tgt.roll(-1, dims=1), 4).float()  # (B, T, 4)
+        logits[:, 0] = float("nan")
+        return logits
+
+    assert not tl.checks.check_causal_decoder(leaks_but_nan_first)
+    time_first = tl.checks.check_causal_decoder(lambda src, tgt: torch.zeros(tgt.size(1), tgt.size(0), 4))
+    assert not time_first and "(B, T) = (2, 5)" in time_first.message, time_first.message
+    assert not tl.checks.check_causal_decoder(lambda src, tgt: torch.zeros(tgt.size(0), tgt.size(1) - 1, 4))
+
+
+def test_a_model_built_under_inference_mode_passes_the_causal_decoder_check():
+    with torch.inference_mode():
+        model = tl.Transformer(tiny_config())
+    result = tl.checks.check_causal_decoder(model)
+    assert result, result.message
+
+
+class NumpyWeights(ScrambledOutput):
+    """Weights drawn from NumPy's global stream, then scrambled: a wrong module whose numbers depend on it."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        with torch.no_grad():
+            self.w_q.weight.copy_(torch.from_numpy(np.random.randn(d_model, d_model)))
+
+
+def test_messages_do_not_depend_on_pythons_or_numpys_seed_and_the_default_dtype_is_restored():
+    messages = set()
+    for seed in (1, 2):
+        np.random.seed(seed)
+        messages.add(tl.checks.check_multi_head_attention(NumpyWeights).message)
+    assert len(messages) == 1, messages
+
+    def sets_float64(q, k, v, mask=None):
+        torch.set_default_dtype(torch.float64)
+        return tl.scaled_dot_product_attention(q, k, v, mask)
+
+    tl.checks.check_attention(sets_float64)
+    assert torch.get_default_dtype() == torch.float32
+
+
+def test_any_base_exception_but_keyboard_interrupt_becomes_a_message():
+    class Odd(BaseException):
+        pass
+
+    def raises_odd(q, k, v, mask=None):
+        raise Odd("odd")
+
+    result = tl.checks.check_attention(raises_odd)
+    assert not result and "Odd: odd" in result.message
+
+
+@pytest.mark.parametrize(("mistake", "words"), [
+    (lambda q, k, v, mask=None: (tl.scaled_dot_product_attention(q, k, v, mask)[::-1]), "(weights, output)"),
+    (lambda q, k, v, mask=None: (q @ k.transpose(-2, -1) / math.sqrt(v.size(-1))).softmax(-1) @ v
+     if mask is None else tl.scaled_dot_product_attention(q, k, v, mask)[0], "sqrt(d_v)"),
+])
+def test_more_attention_mistakes_get_their_hints(mistake, words):
+    result = tl.checks.check_attention(mistake)
+    assert not result and words in result.message, result.message
+
+
+def test_masking_after_the_softmax_gets_its_hint():
+    def after_softmax(q, k, v, mask=None):
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)
+        return weights @ v
+
+    result = tl.checks.check_attention(after_softmax)
+    assert not result and "after the softmax" in result.message, result.message
+
+
+def test_values_through_w_k_and_swapped_decoder_masks_get_their_hints():
+    import solutions
+
+    def values_through_keys(self, query, key, value, mask=None):
+        q, k, v = (tl.split_heads(w(t), self.num_heads) for w, t in ((self.w_q, query), (self.w_k, key),
+                                                                     (self.w_k, value)))
+        return self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0]))
+
+    assert "projected with w_k" in tl.checks.check_multi_head_attention(_mha_variant(values_through_keys)).message
+
+    class SwappedMasks(solutions.solution("05", "MyDecoderLayer")):
+        def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+            x = self.norm1(x + self.self_attn(x, x, x, memory_mask)[0])
+            x = self.norm2(x + self.cross_attn(x, memory, memory, tgt_mask)[0])
+            return self.norm3(x + self.feed_forward(x))
+
+    result = tl.checks.check_decoder_layer(SwappedMasks)
+    assert not result and "two masks were swapped" in result.message, result.message
+
+
+def test_a_wrong_tuple_from_mask_tokens_names_its_items():
+    result = tl.checks.check_mask_tokens(lambda *args: (1, 2))
+    assert not result and "got (int, int)" in result.message, result.message

@@ -8,9 +8,10 @@ discrepancy and the mistake that explains it. It never raises: whatever the stud
 """
 
 import contextlib
+import linecache
 import random
 import sys
-import traceback
+import sysconfig
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -85,33 +86,60 @@ class Failure(Exception):
 
 
 class _Stub(Exception):
-    """The student's function is the exercise's stub: it raised ``NotImplementedError`` itself."""
+    """Student code reached an exercise's stub: a ``raise NotImplementedError`` line written by the learner.
+    ``code`` is the function whose stub it was (the checked one, or a helper it calls)."""
+
+    def __init__(self, code):
+        super().__init__(code.co_name)
+        self.code = code
 
 
-_TORCH_DIR = Path(torch.__file__).parent
+# Where PyTorch, the standard library and installed packages live: a NotImplementedError raised there is not a
+# learner's stub (a misspelled ``forward`` makes nn.Module raise one; so does an operation a device lacks).
+_LIBRARY_DIRS = {Path(p).resolve() for key in ("stdlib", "purelib", "platlib") if (p := sysconfig.get_paths().get(key))}
 _SHOWN: set = set()  # (file, line, category, text) of the student-code warnings already shown
 
 
-def _is_stub(exc: NotImplementedError) -> bool:
-    """A stub's own ``raise NotImplementedError``, not one raised inside PyTorch (a misspelled ``forward``, an
-    operation a device lacks): the innermost frame is a ``raise NotImplementedError`` line outside torch."""
-    frame = traceback.extract_tb(exc.__traceback__)[-1]
-    inside_torch = Path(frame.filename).resolve().is_relative_to(_TORCH_DIR.resolve())
-    return not inside_torch and (not frame.line or frame.line.startswith("raise NotImplementedError"))
+def _stub_code(exc: NotImplementedError):
+    """The code object of the learner's function that raised ``exc`` from a ``raise NotImplementedError`` line,
+    or None when it was raised elsewhere."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    code, line = tb.tb_frame.f_code, linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    if any(Path(code.co_filename).resolve().is_relative_to(d) for d in _LIBRARY_DIRS):
+        return None
+    return code if not line or "raise NotImplementedError" in line else None  # no source: trust it
+
+
+def _failure(what: str, exc: BaseException) -> Failure:
+    text = str(exc).strip().rstrip(".")
+    return Failure(f"{what} raised {type(exc).__name__}{': ' + text if text else ''}. {_hint_for_exception(exc)}")
 
 
 def _call(what: str, fn: Callable, *args, **kwargs):
-    """Run student code; turn its exceptions, and a softmax without an axis, into a friendly failure."""
-    with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
-        warnings.simplefilter("always")
-        try:
-            result = fn(*args, **kwargs)
-        except NotImplementedError as exc:
-            if _is_stub(exc):
-                raise _Stub from None
-            raise Failure(f"{what} raised NotImplementedError: {exc}. {_hint_for_exception(exc)}") from None
-        except (Exception, SystemExit) as exc:  # any error in student code becomes a message (exit() too)
-            raise Failure(f"{what} raised {type(exc).__name__}: {exc}. {_hint_for_exception(exc)}") from None
+    """Run student code; turn its exceptions, and a softmax without an axis, into a friendly failure. Its other
+    warnings are shown (once each), whether or not it raised."""
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
+            warnings.simplefilter("always")
+            return fn(*args, **kwargs)
+    except NotImplementedError as exc:
+        code = _stub_code(exc)
+        raise (_Stub(code) if code else _failure(what, exc)) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # any error in student code becomes a message (exit() too)
+        raise _failure(what, exc) from None
+    finally:
+        _show(what, caught)  # outside catch_warnings, so that they reach the learner
+
+
+def _show(what: str, caught: list) -> None:
+    """Fail on a softmax without ``dim``; show every other warning once, as it would be without the check."""
     for warning in caught:
         if "Implicit dimension choice for softmax" in str(warning.message):
             raise Failure(
@@ -120,11 +148,10 @@ def _call(what: str, fn: Callable, *args, **kwargs):
                 "normalises each query's row over the keys."
             )
         key = (warning.filename, warning.lineno, warning.category, str(warning.message))
-        if key not in _SHOWN:  # any other warning is shown, once, as it would be without the check
+        if key not in _SHOWN:
             _SHOWN.add(key)
             with contextlib.suppress(Warning):  # a learner who turned warnings into errors gets no error here
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    return result
 
 
 def _hint_for_exception(exc: BaseException) -> str:
@@ -154,20 +181,20 @@ def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
     for part, want in expected.items():
         have = got.get(part, want)
         if have is None:
-            return f"your {part} is None (a missing `return`?)."
+            return f"your {part}: None (a missing `return`?)."
         if not isinstance(have, torch.Tensor):
-            return f"your {part} should be a tensor {tuple(want.shape)}, got {type(have).__name__}."
+            return f"your {part}: expected a tensor {tuple(want.shape)}, got {type(have).__name__}."
         if have.shape != want.shape:
-            return f"your {part} has shape {tuple(have.shape)}, expected {tuple(want.shape)}."
+            return f"your {part}: shape {tuple(have.shape)}, expected {tuple(want.shape)}."
         if (have.dtype == torch.bool) != (want.dtype == torch.bool):
-            return f"your {part} has dtype {have.dtype}, expected {want.dtype}."
+            return f"your {part}: dtype {have.dtype}, expected {want.dtype}."
         have, want = have.detach().double(), want.detach().double()
         wrong = ~torch.isclose(have, want, atol=atol, rtol=rtol, equal_nan=True)
         if wrong.any():
             index = tuple(torch.nonzero(wrong)[0].tolist())
             if have.isnan().any() and not want.isnan().any():
-                return f"your {part} contains NaN (first at index {index}) where the reference has numbers."
-            return f"your {part} differs at index {index}: expected {want[index]:.4g}, got {have[index]:.4g}."
+                return f"your {part}: NaN at index {index} (the first) where the reference has a number."
+            return f"your {part}: at index {index} expected {want[index]:.4g}, got {have[index]:.4g}."
     return None
 
 
@@ -196,7 +223,7 @@ def _prepare(entry: Entry, student, case: Case):
     if not (isinstance(student, type) and issubclass(student, nn.Module)):
         if isinstance(student, nn.Module):
             raise Failure(f"pass the class itself, not an instance: `{type(student).__name__}`, without `(...)`.")
-        raise Failure(f"expected a class that subclasses nn.Module, got {describe(student)} {student!r:.60}.")
+        raise Failure(f"expected a class that subclasses nn.Module, got {student!r:.60}.")
     args, kwargs = case.build
     shown = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
     module = _call(f"{student.__name__}({shown})", student, *args, **kwargs)
@@ -291,16 +318,19 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
 
 @contextlib.contextmanager
 def _isolated():
-    """Inside: gradients on (even under the caller's ``no_grad`` or ``inference_mode``), no autocast, and torch's
-    CPU stream seeded 0, so that a check says the same thing every time. After: the learner's random streams
-    (torch's CPU and CUDA ones, Python's, NumPy's) as they were."""
-    python_state, numpy = random.getstate(), sys.modules.get("numpy")
+    """Inside: gradients on (even under the caller's ``no_grad`` or ``inference_mode``), no autocast, and the
+    random streams (torch's CPU one, Python's, NumPy's) seeded 0, so that a check says the same thing every time.
+    After: the learner's random streams (torch's CPU and CUDA ones too) and default dtype as they were."""
+    python_state, numpy, dtype = random.getstate(), sys.modules.get("numpy"), torch.get_default_dtype()
     numpy_state = numpy.random.get_state() if numpy else None
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(torch.random.fork_rng(devices=cuda_devices))
             torch.default_generator.manual_seed(0)  # not torch.manual_seed: it would also queue a CUDA seed
+            random.seed(0)
+            if numpy is not None:
+                numpy.random.seed(0)
             stack.enter_context(torch.inference_mode(False))
             stack.enter_context(torch.enable_grad())
             stack.enter_context(torch.autocast("cpu", enabled=False))
@@ -311,23 +341,36 @@ def _isolated():
         random.setstate(python_state)
         if numpy is not None:
             numpy.random.set_state(numpy_state)
+        torch.set_default_dtype(dtype)
+
+
+def _own_code(student) -> set:
+    """The code objects of the student's function, or of every function its class (and its own bases) define."""
+    if not isinstance(student, type):
+        return {student.__code__} if hasattr(student, "__code__") else set()
+    classes = [c for c in student.__mro__ if not c.__module__.startswith(("torch", "builtins"))]
+    return {f.__code__ for c in classes for f in vars(c).values() if hasattr(f, "__code__")}
 
 
 def judge(name: str, entry: Entry, student) -> CheckResult:
-    """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error."""
+    """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error
+    (a KeyboardInterrupt, the learner's own, still stops it)."""
     try:
         with _isolated():
             message = _examine(entry, student)
-    except _Stub:
+    except _Stub as stub:
+        whose = "" if stub.code in _own_code(student) else f" (`{stub.code.co_name}`, which your code calls)"
         return CheckResult(
             name,
             False,
-            f"⏳ {name}: not implemented yet. Replace `raise NotImplementedError` with "
+            f"⏳ {name}: not implemented yet{whose}. Replace `raise NotImplementedError` with "
             "your code and run this cell again.",
         )
     except Failure as failure:
         return CheckResult(name, False, f"❌ {name}: {failure}")
-    except (Exception, SystemExit) as exc:  # the student's result broke the comparison itself (an odd type, say)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the student's result broke the comparison itself (an odd type, say)
         return CheckResult(
             name,
             False,

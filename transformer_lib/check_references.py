@@ -36,7 +36,8 @@ def copy_weight(target: nn.Module, student: nn.Module, source: str) -> None:
             if weight is None and module is not None and not isinstance(target, nn.Linear)
             else ""
         )
-        raise Failure(f"this check copies weights through `{source}`, which should be {should}; found {found}.{names}")
+        where = f"`{source}`" if source else "your module itself"
+        raise Failure(f"this check copies weights through {where}, which should be {should}; found {found}.{names}")
     bias = getattr(module, "bias", None)
     with torch.no_grad():
         target.weight.copy_(weight)

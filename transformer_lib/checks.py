@@ -68,9 +68,13 @@ def _causal_decoder_run(model, case: Case) -> tuple:
 
 def _causal_decoder_verdict(logits: tuple, case: Case) -> None:
     """No reference: the logits of the first ``t + 1`` positions must not move when only later tokens change."""
-    (before, after), t = logits, case.args[-1]
-    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 and r.shape == before.shape for r in logits):
-        raise Failure(f"the model should return logits (B, T, vocab_size), got {describe(before)}.")
+    (before, after), (_, tgt, _, t) = logits, case.args
+    if not all(isinstance(r, torch.Tensor) and r.dim() == 3 and r.shape[:2] == tgt.shape for r in logits):
+        raise Failure(f"the model should return logits (B, T, vocab_size) with (B, T) = {tuple(tgt.shape)}, the "
+                      f"target's shape; got {describe(before)}.")
+    if not (before.isfinite().all() and after.isfinite().all()):
+        raise Failure(f"{case.about}: the logits contain NaN or inf, so nothing can be read from them. Hint: a row "
+                      "of scores that is all -inf (every key masked) gives NaN: check the masks' polarity.")
     moved = (after - before)[:, :t + 1].abs().amax(-1)  # (B, t + 1): the largest change of each position's logits
     if moved.max() > 1e-4:
         sequence, position = divmod(int(moved.argmax()), t + 1)
@@ -122,7 +126,7 @@ def _mask_tokens_expected(tokens, mask_id, vocab_size, specials, rate, generator
     """The reference of ``check_mask_tokens``: the recipe's expected shares, not one random draw of it. A correct
     recipe that spends its random numbers in another order lands about one standard deviation from the
     expectation, but up to twice as far from another draw (on 100,000 tokens one draw of the <mask> share sits
-    0.79 from the 0.8 it aims at)."""
+    at 0.790, 0.010 from the 0.8 it aims at)."""
     candidates = vocab_size - len({*specials, mask_id})  # tokens a random replacement may take
     return _ExpectedShares({
         "share of the non-special positions picked": rate,
@@ -143,8 +147,9 @@ def _mask_tokens_pick(result, case: Case) -> dict:
         return {part: torch.tensor(share) for part, share in result.items()}
     tokens, mask_id, _, specials, _ = case.args
     if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
+        got = f"({', '.join(map(describe, result))})" if isinstance(result, tuple) else describe(result)
         raise Failure(f"return a tuple (inputs, targets) of two tensors shaped like tokens {tuple(tokens.shape)}; "
-                      f"got {describe(result) if not isinstance(result, tuple) else 'a tuple of ' + str(len(result))}.")
+                      f"got {got}.")
     inputs, targets = result
     if inputs.shape != tokens.shape or targets.shape != tokens.shape:
         raise Failure(f"inputs {describe(inputs)} and targets {describe(targets)} must both have the shape of tokens "
@@ -175,18 +180,22 @@ def _lm_parameter_count(config) -> int:
 # --- known mistakes, each written once, with a knob per bug, and shared by the checks that can meet it ------
 
 
-def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m) -> torch.Tensor:
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q))  # (..., T_q, T_k)
-    if mask is not None:
+def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m,
+            after_softmax=False) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q, v))  # (..., T_q, T_k)
+    if mask is not None and not after_softmax:
         scores = scores.masked_fill(~keep(mask), fill)
-    return scores.softmax(dim) @ v  # (..., T_q, d_v)
+    weights = scores.softmax(dim)  # (..., T_q, T_k)
+    if mask is not None and after_softmax:
+        weights = weights.masked_fill(~keep(mask), 0.0)
+    return weights @ v  # (..., T_q, d_v)
 
 
 def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, key_projection="w_k",
-         output_projection=True, **knobs) -> torch.Tensor:
+         value_projection="w_v", output_projection=True, **knobs) -> torch.Tensor:
     q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
     k = split_heads(getattr(ref, key_projection)(key), ref.num_heads)  # (B, h, T_k, d_k)
-    v = split_heads(ref.w_v(value), ref.num_heads)  # (B, h, T_k, d_k)
+    v = split_heads(getattr(ref, value_projection)(value), ref.num_heads)  # (B, h, T_k, d_k)
     heads = merge(_attend(q, k, v, mask, **knobs))  # (B, T_q, d_model)
     return ref.w_o(heads) if output_projection else heads
 
@@ -255,9 +264,13 @@ def _count_version(config, *, biases=True, tied=True, positions=True, norms=True
 
 _ATTENTION_BUGS = [  # (hint, the knobs of _attend that make the bug): for check_attention and the multi-head check
     ("you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`.",
-     {"scale": lambda q: 1.0}),
+     {"scale": lambda q, v: 1.0}),
     ("you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
-     {"scale": lambda q: q.size(-1)}),
+     {"scale": lambda q, v: q.size(-1)}),
+    ("the scores were divided by sqrt(d_v), the width of the values; the scaling belongs to the dot products of "
+     "queries and keys. Hint: `/ math.sqrt(q.size(-1))`, d_k.", {"scale": lambda q, v: math.sqrt(v.size(-1))}),
+    ("the mask was applied after the softmax: the masked weights are 0, but each row no longer sums to 1. Hint: "
+     "mask the scores with float('-inf') before the softmax.", {"after_softmax": True}),
     ("softmax ran over the queries (dim=-2), so the columns sum to 1, not the rows. Hint: `scores.softmax(dim=-1)`, "
      "over the keys.", {"dim": -2}),
     ("the mask changed nothing. Hint: `masked_fill` returns a new tensor: write `scores = scores.masked_fill(~mask, "
@@ -284,6 +297,11 @@ _LAYER_BUGS = [  # (hint, the knobs of _encoder / _decoder)
 _ENCODER_BUGS = [("the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
                   {"use_mask": False})]
 _DECODER_BUGS = [
+    ("the two masks were swapped: the self-attention needs tgt_mask (causal, over the target) and the "
+     "cross-attention memory_mask (the source's padding). Hint: `self.self_attn(x, x, x, tgt_mask)` and "
+     "`self.cross_attn(x, memory, memory, memory_mask)`.", {"self_mask": "memory", "cross_mask": "tgt"}),
+    ("the self-attention got memory_mask, the source's padding: over the target it needs tgt_mask, which is "
+     "causal. Hint: `self.self_attn(x, x, x, tgt_mask)`.", {"self_mask": "memory"}),
     ("the cross-attention's queries came from the memory and its keys and values from x: the decoder asks (queries) "
      "and the encoder's memory answers (keys, values). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
      {"queries_from_memory": True}),
@@ -305,7 +323,9 @@ def _bugs(version: Callable, bugs: list) -> list[Mistake]:
 CHECKS: dict[str, Entry] = {
     "check_attention": Entry(
         "your attention", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), draw.attention,
-        _bugs(_attend, _ATTENTION_BUGS),
+        [*_bugs(_attend, _ATTENTION_BUGS),
+         Mistake("you returned (weights, output): the output comes first, `return weights @ v, weights`.",
+                 lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask)[::-1])],
         "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
         "weights @ v.",
         "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
@@ -330,7 +350,7 @@ CHECKS: dict[str, Entry] = {
         "your module", references.multi_head_attention, draw.multi_head_attention,
         [Mistake("scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: divide "
                  "by sqrt(d_k), the width of one head's queries.",
-                 partial(_mha, scale=lambda q: math.sqrt(q.size(1) * q.size(-1)))),
+                 partial(_mha, scale=lambda q, v: math.sqrt(q.size(1) * q.size(-1)))),
          Mistake("heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
                  "`out.transpose(1, 2).reshape(B, T, d_model)`.", partial(_mha, merge=lambda x: x.reshape(
                      x.size(0), x.size(2), -1))),
@@ -338,6 +358,8 @@ CHECKS: dict[str, Entry] = {
                  "the heads found.", partial(_mha, output_projection=False)),
          Mistake("the keys were projected with w_q: queries, keys and values each have their own projection. Hint: "
                  "`self.w_k(key)`.", partial(_mha, key_projection="w_q")),
+         Mistake("the values were projected with w_k: queries, keys and values each have their own projection. "
+                 "Hint: `self.w_v(value)`.", partial(_mha, value_projection="w_k")),
          *_bugs(_mha, _ATTENTION_BUGS)],
         "Hint: test split, attention and combine alone, each against its check.",
         "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
@@ -581,8 +603,9 @@ def check_positional_encoding(encoding) -> CheckResult:
 
 
 def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckResult:
-    """``make_mask(T) -> bool (T, T)`` or ``(1, 1, T, T)``, True where query i may see key j <= i; with_cache=True:
-    ``make_mask(T_q, T_k)`` for the last ``T_q`` of ``T_k`` positions (KV cache): query i sits at ``i + T_k - T_q``."""
+    """``make_mask(T) -> bool (T, T)``, or with leading axes of size 1 such as ``(1, 1, T, T)``, True where query i
+    may see key j <= i; with_cache=True: ``make_mask(T_q, T_k)`` for the last ``T_q`` of ``T_k`` positions (KV
+    cache): query i sits at ``i + T_k - T_q``."""
     return _judge("check_causal_mask_cached" if with_cache else "check_causal_mask", make_mask)
 
 
@@ -596,7 +619,8 @@ def check_causal_decoder(model) -> CheckResult:
     def in_eval_mode(src, tgt):  # run by the engine inside its guard: a broken model cannot make the check raise
         modes = {module: module.training for module in model.modules()} if isinstance(model, nn.Module) else {}
         try:
-            return model.eval()(src, tgt) if modes else model(src, tgt)
+            with torch.no_grad():  # no gradients needed; a model built under inference_mode runs too
+                return model.eval()(src, tgt) if modes else model(src, tgt)
         finally:
             for module, training in modes.items():
                 module.train(training)
