@@ -2,8 +2,8 @@
 
 Each row of :data:`CHECKS` is an :class:`~transformer_lib.check_engine.Entry`: the reference, the inputs it draws
 (:mod:`~transformer_lib.check_inputs`: several shapes, causal masks and masks that differ per sequence, with and
-without gradients) and the known mistakes, each a wrong version of the code with the hint it earns. The mistakes
-are written once below, with a knob per bug, and shared by every check that can meet them. A check of a class
+without gradients) and the known mistakes, each a hint and the wrong version of the code that earns it: a knob of
+a version in :mod:`~transformer_lib.check_variants`, shared by every check that can meet the bug. A check of a class
 compares with the library's module holding the student's weights (:mod:`~transformer_lib.check_references`).
 The engine (:mod:`~transformer_lib.check_engine`) runs the student's code inside its guard, compares outputs and
 gradients, and names the first discrepancy and the mistake that explains it.
@@ -25,12 +25,11 @@ from torch import nn
 
 from . import check_inputs as draw
 from . import check_references as references
-from .attention import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from . import check_variants as variants
+from .attention import combine_heads, scaled_dot_product_attention, split_heads
 from .check_engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, output_and_weights
-from .decoder import DecoderLayer
-from .encoder import EncoderLayer
 from .layers import sinusoidal_encoding
-from .lm import IGNORE_INDEX, DecoderOnlyLM, mask_tokens, masking_shares
+from .lm import DecoderOnlyLM, expected_masking_shares, masking_shares
 from .masks import causal_mask
 from .model import count_parameters
 from .train import noam_lr, smoothed_targets
@@ -119,26 +118,16 @@ def _mask_tokens_run(code, case: Case):
 
 
 class _ExpectedShares(dict):
-    """The shares of :func:`_mask_tokens_pick` that an exact recipe has in expectation."""
+    """The reference's result, already shares (a student's result is a pair of tensors)."""
 
 
 def _mask_tokens_expected(tokens, mask_id, vocab_size, specials, rate, generator=None) -> _ExpectedShares:
     """The reference of ``check_mask_tokens``: the recipe's expected shares, not one random draw of it. A correct
     recipe that spends its random numbers in another order lands about one standard deviation from the
     expectation, but up to twice as far from another draw (on 100,000 tokens one draw of the <mask> share sits
-    at 0.790, 0.010 from the 0.8 it aims at)."""
-    candidates = vocab_size - len({*specials, mask_id})  # tokens a random replacement may take
-    return _ExpectedShares({
-        "share of the non-special positions picked": rate,
-        "share of the special positions picked": 0.0,
-        "share of picked positions set to mask_id": 0.8,
-        # a replacement equal to the original (allowed: BERT draws from the whole vocabulary) looks unchanged;
-        # halfway between a recipe that allows it and one that does not
-        "share of picked positions given another token": 0.1 * (1 - 0.5 / candidates),
-        "share of positions not picked that were changed": 0.0,
-        "share of random replacements that are special or mask_id": 0.0,
-        "share of picked targets that are not the original token": 0.0,
-    })
+    at 0.790, 0.010 from the 0.8 it aims at). A recipe whose replacements never repeat the original token is as
+    right: it lands 0.1 / candidates (0.003 here) above the expectation, well inside the tolerance."""
+    return _ExpectedShares(expected_masking_shares(vocab_size, mask_id, specials, rate))
 
 
 def _mask_tokens_pick(result, case: Case) -> dict:
@@ -177,92 +166,10 @@ def _lm_parameter_count(config) -> int:
         return count_parameters(DecoderOnlyLM(config))["total"]
 
 
-# --- known mistakes, each written once, with a knob per bug, and shared by the checks that can meet it ------
+# --- known mistakes shared by several checks: (hint, the knobs of a version in check_variants that make it) ---
 
 
-def _attend(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m,
-            after_softmax=False) -> torch.Tensor:
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q, v))  # (..., T_q, T_k)
-    if mask is not None and not after_softmax:
-        scores = scores.masked_fill(~keep(mask), fill)
-    weights = scores.softmax(dim)  # (..., T_q, T_k)
-    if mask is not None and after_softmax:
-        weights = weights.masked_fill(~keep(mask), 0.0)
-    return weights @ v  # (..., T_q, d_v)
-
-
-def _mha(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads, key_projection="w_k",
-         value_projection="w_v", output_projection=True, **knobs) -> torch.Tensor:
-    q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
-    k = split_heads(getattr(ref, key_projection)(key), ref.num_heads)  # (B, h, T_k, d_k)
-    v = split_heads(getattr(ref, value_projection)(value), ref.num_heads)  # (B, h, T_k, d_k)
-    heads = merge(_attend(q, k, v, mask, **knobs))  # (B, T_q, d_model)
-    return ref.w_o(heads) if output_projection else heads
-
-
-def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
-    """Post-LN ``norm(x + f(x))`` or pre-LN ``x + f(norm(x))``; ``residual=False`` forgets the ``x +``."""
-    y = sublayer(norm(x) if pre else x)
-    y = x + y if residual else y
-    return y if pre else norm(y)
-
-
-def _encoder(ref: EncoderLayer, x, mask=None, *, swap=False, skip=(), use_mask=True) -> torch.Tensor:
-    """``skip``: the sublayers ("self", "feed-forward") whose residual ``x +`` is forgotten."""
-    pre = ref.residual_attn.norm_first != swap
-    x = _sublayer(x, lambda y: ref.self_attn(y, y, y, mask if use_mask else None)[0], ref.residual_attn.norm, pre,
-                  "self" not in skip)
-    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
-
-
-def _decoder(ref: DecoderLayer, x, memory, tgt_mask=None, memory_mask=None, *, swap=False, skip=(), self_mask="tgt",
-             cross_mask="memory", queries_from_memory=False) -> torch.Tensor:
-    """``skip``: the sublayers ("self", "cross", "feed-forward") whose residual ``x +`` is forgotten."""
-    masks, pre = {"tgt": tgt_mask, "memory": memory_mask, "none": None}, ref.residual_self.norm_first != swap
-    x = _sublayer(x, lambda y: ref.self_attn(y, y, y, masks[self_mask])[0], ref.residual_self.norm, pre,
-                  "self" not in skip)
-    cross = (lambda y: ref.cross_attn(memory, y, y, masks[cross_mask])[0]) if queries_from_memory else (
-        lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0])
-    x = _sublayer(x, cross, ref.residual_cross.norm, pre, "cross" not in skip)
-    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
-
-
-def _smoothing(target, vocab_size, eps, pad_id, *, others=2, pad_column=True, pad_rows=True) -> torch.Tensor:
-    dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - others))  # (N, V)
-    if pad_column:
-        dist[:, pad_id] = 0.0
-    dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
-    if pad_rows:
-        dist[target.reshape(-1) == pad_id] = 0.0
-    return dist
-
-
-def _shard_loss(logits, target, tokens, world_size, *, scale=True, ignore=0) -> torch.Tensor:
-    total = F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=ignore, reduction="sum")
-    return total * (world_size if scale else 1) / tokens
-
-
-def _mask_tokens_version(tokens, mask_id, vocab_size, specials, rate, generator, *, mistake: str):
-    """The library's recipe, then the mistake."""
-    inputs, targets = mask_tokens(tokens, mask_id, vocab_size, () if mistake == "no specials" else specials, rate,
-                                  generator)
-    if mistake == "all masked":
-        inputs = torch.where(targets != IGNORE_INDEX, mask_id, tokens)
-    if mistake == "ignored as 0":
-        targets = torch.where(targets != IGNORE_INDEX, targets, 0)
-    return inputs, tokens.clone() if mistake == "targets everywhere" else targets
-
-
-def _count_version(config, *, biases=True, tied=True, positions=True, norms=True, final_norm=True) -> int:
-    """The parameter count of a decoder-only LM, written out, with a knob per forgotten piece."""
-    d, f = config.d_model, config.d_ff
-    block = 4 * d * d + (4 * d if biases else 0) + 2 * d * f + ((f + d) if biases else 0) + (4 * d if norms else 0)
-    total = config.vocab_size * d * (1 if tied else 2) + config.num_layers * block
-    total += config.max_len * d if positions and config.positional == "learned" else 0
-    return total + (2 * d if final_norm and config.norm_first else 0)
-
-
-_ATTENTION_BUGS = [  # (hint, the knobs of _attend that make the bug): for check_attention and the multi-head check
+_ATTENTION_BUGS = [  # (hint, the knobs of variants.attention that make the bug), for attention and multi-head attention
     ("you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))`.",
      {"scale": lambda q, v: 1.0}),
     ("you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
@@ -284,7 +191,7 @@ _ATTENTION_BUGS = [  # (hint, the knobs of _attend that make the bug): for check
      "mask's batch axis, (B, 1, 1, T_k), and let it broadcast over heads and queries.",
      {"keep": lambda m: m[:1].expand_as(m)}),
 ]
-_LAYER_BUGS = [  # (hint, the knobs of _encoder / _decoder)
+_LAYER_BUGS = [  # (hint, the knobs of variants.encoder_layer / variants.decoder_layer)
     ("post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the residual sum, `norm(x + "
      "sublayer(x))`; norm_first=True normalises the sublayer's input, `x + sublayer(norm(x))`.", {"swap": True}),
     ("the residual connection around the attention is missing. Hint: add the sublayer's input back, `x + ...`.",
@@ -323,7 +230,7 @@ def _bugs(version: Callable, bugs: list) -> list[Mistake]:
 CHECKS: dict[str, Entry] = {
     "check_attention": Entry(
         "your attention", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), draw.attention,
-        [*_bugs(_attend, _ATTENTION_BUGS),
+        [*_bugs(variants.attention, _ATTENTION_BUGS),
          Mistake("you returned (weights, output): the output comes first, `return weights @ v, weights`.",
                  lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask)[::-1])],
         "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
@@ -350,17 +257,17 @@ CHECKS: dict[str, Entry] = {
         "your module", references.multi_head_attention, draw.multi_head_attention,
         [Mistake("scores were divided by sqrt(d_model); each head works in d_k = d_model / h dimensions. Hint: divide "
                  "by sqrt(d_k), the width of one head's queries.",
-                 partial(_mha, scale=lambda q, v: math.sqrt(q.size(1) * q.size(-1)))),
+                 partial(variants.multi_head_attention, scale=lambda q, v: math.sqrt(q.size(1) * q.size(-1)))),
          Mistake("heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
-                 "`out.transpose(1, 2).reshape(B, T, d_model)`.", partial(_mha, merge=lambda x: x.reshape(
-                     x.size(0), x.size(2), -1))),
+                 "`out.transpose(1, 2).reshape(B, T, d_model)`.",
+                 partial(variants.multi_head_attention, merge=lambda x: x.reshape(x.size(0), x.size(2), -1))),
          Mistake("the output projection w_o was not applied: after combining the heads, `self.w_o(...)` mixes what "
-                 "the heads found.", partial(_mha, output_projection=False)),
+                 "the heads found.", partial(variants.multi_head_attention, output_projection=False)),
          Mistake("the keys were projected with w_q: queries, keys and values each have their own projection. Hint: "
-                 "`self.w_k(key)`.", partial(_mha, key_projection="w_q")),
+                 "`self.w_k(key)`.", partial(variants.multi_head_attention, key_projection="w_q")),
          Mistake("the values were projected with w_k: queries, keys and values each have their own projection. "
-                 "Hint: `self.w_v(value)`.", partial(_mha, value_projection="w_k")),
-         *_bugs(_mha, _ATTENTION_BUGS)],
+                 "Hint: `self.w_v(value)`.", partial(variants.multi_head_attention, value_projection="w_k")),
+         *_bugs(variants.multi_head_attention, _ATTENTION_BUGS)],
         "Hint: test split, attention and combine alone, each against its check.",
         "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
         "cross-attention; gradients match and reach every parameter.", builds=True, pick=output_and_weights),
@@ -404,13 +311,13 @@ CHECKS: dict[str, Entry] = {
         builds=True),
     "check_encoder_layer": Entry(
         "your encoder layer", references.encoder_layer, partial(draw.layers, decoder=False),
-        _bugs(_encoder, _LAYER_BUGS + _ENCODER_BUGS),
+        _bugs(variants.encoder_layer, _LAYER_BUGS + _ENCODER_BUGS),
         "Hint: self-attention then feed-forward, each `norm(x + sublayer(x))` (or `x + sublayer(norm(x))` with "
         "norm_first=True).", "equals tl.EncoderLayer with the same weights, post-LN and pre-LN, with per-sequence "
         "padding; gradients match.", builds=True),
     "check_decoder_layer": Entry(
         "your decoder layer", references.decoder_layer, partial(draw.layers, decoder=True),
-        _bugs(_decoder, _LAYER_BUGS + _DECODER_BUGS),
+        _bugs(variants.decoder_layer, _LAYER_BUGS + _DECODER_BUGS),
         "Hint: masked self-attention, cross-attention to the memory, feed-forward; each in its residual sublayer.",
         "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, with causal and per-sequence masks; "
         "gradients match.", builds=True),
@@ -466,13 +373,13 @@ CHECKS: dict[str, Entry] = {
     "check_label_smoothing": Entry(
         "your label smoothing", smoothed_targets, draw.smoothing_targets,
         [Mistake("a row whose target is padding should be all zero, so it adds nothing to the loss.",
-                 partial(_smoothing, pad_rows=False)),
+                 partial(variants.label_smoothing, pad_rows=False)),
          Mistake("<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0 and spread eps "
-                 "over V - 2 tokens.", partial(_smoothing, others=1, pad_column=False)),
+                 "over V - 2 tokens.", partial(variants.label_smoothing, others=1, pad_column=False)),
          Mistake("eps was spread over V - 1 tokens; <pad> gets none, so it goes to V - 2: eps / (V - 2) each.",
-                 partial(_smoothing, others=1)),
+                 partial(variants.label_smoothing, others=1)),
          Mistake("padding was taken to be id 0; use the `pad_id` argument.",
-                 lambda target, v, eps, pad_id: _smoothing(target, v, eps, 0))],
+                 lambda target, v, eps, pad_id: variants.label_smoothing(target, v, eps, 0))],
         "Hint: 1 - eps on the target, eps / (V - 2) on every other token but <pad>, rows of padding all zero.",
         "1 - eps on the target, eps spread over the rest, nothing on padding.", atol=1e-6),
     "check_noam_lr": Entry(
@@ -492,13 +399,15 @@ CHECKS: dict[str, Entry] = {
                  lambda logits, t: (logits / t).softmax(0))],
         "Hint: `(logits / temperature).softmax(dim=-1)`.", "low temperatures sharpen, high ones flatten."),
     "check_shard_loss": Entry(
-        "your function", _shard_loss, draw.shards,
+        "your function", variants.shard_loss, draw.shards,
         [Mistake("you averaged over each process's own tokens. With unequal shards the average of those means is not "
                  "the mean over all tokens. Hint: sum over this shard's non-pad tokens and divide by `global_tokens`.",
                  lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0)),
          Mistake("the processes' average is world_size times too small: DDP divides the summed gradients by "
-                 "`world_size`, so multiply your loss by `world_size` to undo it.", partial(_shard_loss, scale=False)),
-         Mistake("padding was counted in the loss. Hint: `ignore_index=0`.", partial(_shard_loss, ignore=-100))],
+                 "`world_size`, so multiply your loss by `world_size` to undo it.",
+                 partial(variants.shard_loss, scale=False)),
+         Mistake("padding was counted in the loss. Hint: `ignore_index=0`.",
+                 partial(variants.shard_loss, ignore=-100))],
         "Hint: cross-entropy summed over this shard's non-pad tokens (`reduction='sum', ignore_index=0`), times "
         "`world_size`, divided by `global_tokens`.",
         "the processes' average equals the big batch's mean over all tokens, however unequal.", run=_shard_run,
@@ -517,17 +426,17 @@ CHECKS: dict[str, Entry] = {
         "your masking", _mask_tokens_expected, draw.token_batches,
         [Mistake("every picked position became mask_id; BERT's recipe keeps 10% unchanged and gives 10% a random "
                  "token, because <mask> never appears when the model is used.",
-                 partial(_mask_tokens_version, mistake="all masked")),
+                 partial(variants.mask_tokens, mistake="all masked")),
          Mistake("the targets keep every token, so the loss would score positions the model can see (and copy). Hint: "
                  "`lm.IGNORE_INDEX` at positions that were not picked.",
-                 partial(_mask_tokens_version, mistake="targets everywhere")),
+                 partial(variants.mask_tokens, mistake="targets everywhere")),
          Mistake("the positions not picked have target 0, which is a token id: the loss would score them. Hint: "
-                 "`lm.IGNORE_INDEX` (-100), which cross-entropy skips.", partial(_mask_tokens_version,
-                                                                                  mistake="ignored as 0")),
+                 "`lm.IGNORE_INDEX` (-100), which cross-entropy skips.",
+                 partial(variants.mask_tokens, mistake="ignored as 0")),
          Mistake("special_ids were ignored: special tokens (padding) were picked, or drawn as random replacements. "
                  "Only positions whose token is not special may be picked, and a replacement is never special nor "
                  "mask_id.",
-                 partial(_mask_tokens_version, mistake="no specials"))],
+                 partial(variants.mask_tokens, mistake="no specials"))],
         "Hint: pick with `torch.rand(shape, generator=generator) < rate` where the token is not special; then split "
         "the picked ones 80/10/10 with a second uniform draw.",
         "about 15% picked, 80% of them <mask>, 10% random, 10% unchanged, and only they are scored.",
@@ -536,15 +445,15 @@ CHECKS: dict[str, Entry] = {
     "check_lm_parameter_count": Entry(
         "your count", _lm_parameter_count, draw.lm_configs,
         [Mistake("the output projection was counted as a matrix of its own; it is the token embedding (tied).",
-                 partial(_count_version, tied=False)),
+                 partial(variants.lm_parameter_count, tied=False)),
          Mistake("the biases are missing: each of the 4 attention projections has d_model, the feed-forward d_ff + "
-                 "d_model.", partial(_count_version, biases=False)),
+                 "d_model.", partial(variants.lm_parameter_count, biases=False)),
          Mistake("learned positions add max_len x d_model parameters (sinusoids add none).",
-                 partial(_count_version, positions=False)),
+                 partial(variants.lm_parameter_count, positions=False)),
          Mistake("each block has two LayerNorms of 2 x d_model (gain and shift).",
-                 partial(_count_version, norms=False)),
+                 partial(variants.lm_parameter_count, norms=False)),
          Mistake("a pre-LN stack (norm_first=True) ends with a final LayerNorm: 2 x d_model more.",
-                 partial(_count_version, final_norm=False))],
+                 partial(variants.lm_parameter_count, final_norm=False))],
         "Hint: embedding V x d_model, positions (learned) max_len x d_model, per block 4 (d_model^2 + d_model) + "
         "2 d_model d_ff + d_ff + d_model + 4 d_model, and 2 d_model for the final norm of a pre-LN stack.",
         "every parameter accounted for.", pick=_number("parameter count"), atol=0.0, rtol=0.0),

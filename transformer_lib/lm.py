@@ -33,6 +33,7 @@ __all__ = [
     "LMCache",
     "mask_tokens",
     "masking_shares",
+    "expected_masking_shares",
     "language_model_loss",
     "generate",
     "perplexity",
@@ -272,6 +273,24 @@ def masking_shares(
         "share of positions not picked that were changed": share((inputs != tokens) & ~picked, ~picked),
         "share of random replacements that are special or mask_id": share(replaced & special_or_mask, replaced),
         "share of picked targets that are not the original token": share(picked & (targets != tokens), picked),
+    }
+
+
+def expected_masking_shares(
+    vocab_size: int, mask_id: int, special_ids: tuple[int, ...], rate: float = 0.15
+) -> dict[str, float]:
+    """The shares of :func:`masking_shares` that :func:`mask_tokens` has in expectation: ``rate`` of the maskable
+    positions picked, 80% of those set to ``mask_id``, 10% given a random token (which is the original one in 1 of
+    the ``candidates`` draws), and nothing else changed."""
+    candidates = vocab_size - len({*special_ids, mask_id})  # the ids a random replacement may take
+    return {
+        "share of the non-special positions picked": rate,
+        "share of the special positions picked": 0.0,
+        "share of picked positions set to mask_id": 0.8,
+        "share of picked positions given another token": 0.1 * (1 - 1 / candidates),
+        "share of positions not picked that were changed": 0.0,
+        "share of random replacements that are special or mask_id": 0.0,
+        "share of picked targets that are not the original token": 0.0,
     }
 
 
