@@ -4,7 +4,8 @@ An :class:`Entry` says what a check compares: the reference, the inputs it draws
 mistakes (:class:`Mistake`: a wrong version of the code and the hint it earns). :func:`judge` runs every call
 into student code inside a guard, compares outputs and gradients with the reference, and names the first
 discrepancy and the mistake that explains it. It never raises: whatever the student's code does becomes a
-:class:`CheckResult` message.
+:class:`CheckResult` message (only a KeyboardInterrupt, the learner stopping the cell, goes through). It leaves
+the learner's random streams, grad mode and default dtype as they were.
 """
 
 import contextlib
