@@ -88,3 +88,12 @@ def test_recipe_check_trains_the_date_task_and_scores_both_held_out_splits(monke
     result = bench.recipe_check()
     assert set(result) == {"train_s", "valid_exact_match", "test_exact_match"}
     assert 0.0 <= result["valid_exact_match"] <= 1.0 and result["train_s"] > 0
+
+
+
+def test_time_call_summarises_the_runs_as_asked(monkeypatch):
+    clock = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])  # three runs of 3, 1 and 2 "seconds"
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(clock))
+    assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0, summary=min) == 1.0
+    clock = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])
+    assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0) == 2.0  # the median by default

@@ -33,8 +33,14 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def time_call(fn: Callable[[], object], device: torch.device, repeats: int = 10, warmup: int = 3) -> float:
-    """Median seconds of ``fn()`` over ``repeats`` runs, after ``warmup`` runs."""
+def time_call(
+    fn: Callable[[], object],
+    device: torch.device,
+    repeats: int = 10,
+    warmup: int = 3,
+    summary: Callable[[list[float]], float] = statistics.median,
+) -> float:
+    """Seconds of ``fn()``: the ``summary`` (median by default) of ``repeats`` runs, after ``warmup`` runs."""
     for _ in range(warmup):
         fn()
     _sync(device)
@@ -44,7 +50,7 @@ def time_call(fn: Callable[[], object], device: torch.device, repeats: int = 10,
         fn()
         _sync(device)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return summary(times)
 
 
 @contextlib.contextmanager
@@ -174,9 +180,12 @@ def attention_growth(
     repeats: int = 5,
 ) -> list[dict]:
     """Forward time (``fast_s``, ``explicit_s``) of both paths as T grows, with the size of the ``(B, h, T, T)``
-    weights the explicit path materialises (``weights_MiB``)."""
+    weights the explicit path materialises (``weights_MiB``).
+
+    Each time is the fastest of ``repeats`` runs: other processes can only add time to a run, so the minimum is
+    the least disturbed, and the growth from one T to the next stays readable on a loaded machine."""
     return _both_paths_as_t_grows(
-        lengths, batch, d_model, num_heads, device, lambda run, dev: time_call(run, dev, repeats, warmup=1), "s"
+        lengths, batch, d_model, num_heads, device, lambda run, dev: time_call(run, dev, repeats, 1, min), "s"
     )
 
 

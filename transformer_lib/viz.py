@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 __all__ = [
+    "crisp_inline_figures",
     "figure_to_png",
     "plain",
     "plot_attention",
@@ -41,8 +42,9 @@ HEAD_COLORS = plt.get_cmap("tab10").colors
 WIDGET_DPI = 160  # widgets show their PNG at half its pixel size (retina): 80 px per inch on screen, sharp on HiDPI
 
 
-def _crisp_inline_figures() -> None:
-    """In a Jupyter kernel, show inline figures as retina PNGs: same size on screen, twice the pixels."""
+def crisp_inline_figures() -> None:
+    """In a Jupyter kernel, show inline figures as retina PNGs: same size on screen, twice the pixels. Importing
+    this module does it; a notebook that draws with matplotlib alone calls it once."""
     try:
         from IPython import get_ipython
         from matplotlib_inline.backend_inline import set_matplotlib_formats
@@ -53,7 +55,7 @@ def _crisp_inline_figures() -> None:
         set_matplotlib_formats("retina")
 
 
-_crisp_inline_figures()
+crisp_inline_figures()
 
 
 def figure_to_png(fig: Figure, dpi: int = WIDGET_DPI) -> bytes:
