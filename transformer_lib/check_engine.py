@@ -242,10 +242,14 @@ def _fresh(value):
     return value
 
 
+def _pick_and_run(entry: Entry) -> tuple[Callable, Callable]:
+    """How the entry reads a result and calls code; by default ``{"output": result}`` and ``code(*case.args)``."""
+    return entry.pick or _output, entry.run or (lambda code, case: code(*case.args))
+
+
 def _examine(entry: Entry, student) -> str:
     """The success message (or the verdicts' reports) if every case passes; else raises the first Failure."""
-    pick = entry.pick or _output
-    run = entry.run or (lambda code, case: code(*case.args))
+    pick, run = _pick_and_run(entry)
     reports = []
     for case in entry.cases():
         subject, reference = _prepare(entry, student, case)
@@ -266,8 +270,7 @@ def _examine(entry: Entry, student) -> str:
 
 def _known_mistake(entry: Entry, reference, case: Case, got: dict, expected: dict) -> str | None:
     """The hint of the first known mistake whose output is the student's (None: no known mistake explains it)."""
-    pick = entry.pick or _output
-    run = entry.run or (lambda code, case: code(*case.args))
+    pick, run = _pick_and_run(entry)
     for mistake in entry.mistakes:
         try:
             wrong = pick(run(partial(mistake.version, reference) if entry.builds else mistake.version, case), case)
