@@ -37,11 +37,14 @@ CONTROLS = ".widget-slider, .widget-dropdown, .widget-checkbox, .widget-text"
 NOT_FOUND = re.compile(r"status of 404|404 \(Not Found\)")  # Chromium's words; a kernel id may contain "404"
 BAD_SOURCES = {"": "empty", "@@@": "knows no"}  # what a student types -> words the message must contain
 
+# Errors from what the widgets make the kernel do: their callbacks answer comm messages. A cell's own output
+# (an execute_request's, such as a cell tagged raises-exception whose error arrives late) is FAILED_CELLS' job.
 HOOK_KERNEL = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   window.__kernelErrors = [];
   panel.sessionContext.session.kernel.iopubMessage.connect((_, msg) => {
     const type = msg.header.msg_type, content = msg.content;
+    if (msg.parent_header && msg.parent_header.msg_type === 'execute_request') return;
     if (type === 'error') window.__kernelErrors.push(content.ename + ': ' + content.evalue);
     if (type === 'stream' && content.name === 'stderr' && /Traceback/.test(content.text))
       window.__kernelErrors.push(content.text);
