@@ -23,16 +23,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import check_inputs as draw
-from . import check_references as references
-from . import check_variants as variants
-from .attention import combine_heads, scaled_dot_product_attention, split_heads
-from .check_engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, output_and_weights
-from .layers import sinusoidal_encoding
-from .lm import DecoderOnlyLM, expected_masking_shares, masking_shares
-from .masks import causal_mask
-from .model import count_parameters
-from .train import noam_lr, smoothed_targets
+from .. import (
+    DecoderOnlyLM,
+    causal_mask,
+    combine_heads,
+    count_parameters,
+    noam_lr,
+    scaled_dot_product_attention,
+    sinusoidal_encoding,
+    smoothed_targets,
+    split_heads,
+)
+from ..lm import expected_masking_shares, masking_shares
+from . import inputs as draw
+from . import references, variants
+from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, output_and_weights
 
 __all__ = [
     "CheckResult", "CHECKS", "check_attention", "check_split_heads", "check_combine_heads",
@@ -149,7 +154,7 @@ def _mask_tokens_pick(result, case: Case) -> dict:
 def _own_row_verdict(answer, case: Case) -> str:
     """Notebook 10 has no reference: the row is trained for one seed and the outcome reported next to the
     prediction (:func:`transformer_lib.experiments.judge_own_row`)."""
-    from . import experiments  # on use: experiments needs train.py
+    from .. import experiments  # on use: experiments needs train.py
 
     results = case.args[0] if case.args[0] is not None else experiments.read_results(experiments.COMMITTED_CSV)
     try:

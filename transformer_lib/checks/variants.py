@@ -13,10 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import lm
-from .attention import MultiHeadAttention, combine_heads, split_heads
-from .decoder import DecoderLayer
-from .encoder import EncoderLayer
+from .. import DecoderLayer, EncoderLayer, MultiHeadAttention, combine_heads, lm, split_heads
 
 
 def attention(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m,
