@@ -12,14 +12,9 @@ from torch import nn
 
 import solutions
 import transformer_lib as tl
+from solutions import exercise_table
 
-IDS = [f"{nb}-{num}-{name}" for nb, num, name, _, _ in solutions.EXERCISES]
-
-
-def grade(check: str, code):
-    """Call the check named in the exercise table (``check_causal_mask(..., with_cache=True)`` included)."""
-    options = {"with_cache": True} if "with_cache" in check else {}
-    return getattr(tl.checks, check.split("(")[0])(code, **options)
+IDS = [f"{exercise.notebook}-{exercise.number}-{exercise.name}" for exercise in solutions.EXERCISES]
 
 
 def stub_like(solution):
@@ -39,12 +34,12 @@ def stub_like(solution):
     return stub
 
 
-@pytest.mark.parametrize(("notebook", "number", "name", "asked", "check"), solutions.EXERCISES, ids=IDS)
-def test_reference_solution_passes_and_stub_is_not_implemented(notebook, number, name, asked, check):
-    solution = solutions.solution(notebook, name)
-    result = grade(check, solution)
+@pytest.mark.parametrize("exercise", solutions.EXERCISES, ids=IDS)
+def test_reference_solution_passes_and_stub_is_not_implemented(exercise):
+    solution = solutions.solution(exercise.notebook, exercise.name)
+    result = exercise.grade(solution)
     assert result and result.message.startswith("✅"), result.message
-    stub = grade(check, stub_like(solution))
+    stub = exercise.grade(stub_like(solution))
     assert not stub and "not implemented yet" in stub.message
 
 
@@ -136,10 +131,10 @@ WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
 }
 
 
-@pytest.mark.parametrize(("notebook", "number", "name", "asked", "check"), solutions.EXERCISES, ids=IDS)
-def test_a_typical_wrong_answer_gets_a_specific_hint(notebook, number, name, asked, check):
-    wrong, words = WRONG[name]
-    result = grade(check, wrong)
+@pytest.mark.parametrize("exercise", solutions.EXERCISES, ids=IDS)
+def test_a_typical_wrong_answer_gets_a_specific_hint(exercise):
+    wrong, words = WRONG[exercise.name]
+    result = exercise.grade(wrong)
     assert not result and words in result.message, result.message
 
 
@@ -147,8 +142,9 @@ def test_every_think_question_has_a_model_answer_and_every_solution_is_documente
     for name, module in solutions.modules().items():
         for number in solutions.THINK.get(name[2:4], []):
             assert len(module.ANSWERS.get(number, "")) > 200, f"{name}: no model answer for exercise {number}"
-    for notebook, _, name, _, _ in solutions.EXERCISES:
-        assert inspect.getdoc(solutions.solution(notebook, name)), f"{notebook} {name} has no docstring"
+    for exercise in solutions.EXERCISES:
+        solution = solutions.solution(exercise.notebook, exercise.name)
+        assert inspect.getdoc(solution), f"{exercise.notebook} {exercise.name} has no docstring"
 
 
 def test_make_solutions_swaps_a_notebook_stub_for_the_solution_of_the_same_name():
@@ -178,5 +174,28 @@ def test_make_solutions_swaps_a_notebook_stub_for_the_solution_of_the_same_name(
 def test_the_readme_lists_every_exercise_for_teachers():
     readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
     section = readme.split("## For teachers", 1)[1].split("\n## ", 1)[0]
-    for notebook, number, name, _, check in solutions.EXERCISES:
+    for exercise in solutions.EXERCISES:
+        notebook, number, name, check = exercise.notebook, exercise.number, exercise.name, exercise.graded_by
         assert f"| {notebook} | {number} | `{name}`" in section and f"`{check}`" in section, name
+    assert exercise_table.markdown_table() in section, "run `python -m solutions.exercise_table` to update the README"
+
+
+def test_every_exercise_of_the_registry_is_a_stub_and_its_check_in_its_notebook_and_nothing_else_is():
+    """The registry, the solutions and the notebooks name the same exercises: each exercise cell (a stub and a
+    check call) of notebook NN defines one registered exercise of NN and calls its check with its options."""
+    import ast
+
+    import nbformat
+
+    from solutions import build_notebooks
+
+    found = set()
+    for path in sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in build_notebooks.exercise_cells(nbformat.read(path, as_version=4)):
+            tree = ast.parse(cell.source)
+            (name,) = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+            (exercise,) = [e for e in solutions.EXERCISES if (e.notebook, e.name) == (path.name[:2], name)]
+            assert f"tl.checks.{exercise.check}({name}" in cell.source, (path.name, name)
+            assert all(f"{key}={value!r}" in cell.source for key, value in exercise.options.items()), (path.name, name)
+            found.add((exercise.notebook, exercise.name))
+    assert found == {(e.notebook, e.name) for e in solutions.EXERCISES}
