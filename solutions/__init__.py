@@ -1,9 +1,10 @@
 """The teacher's edition: reference solutions of every exercise in the notebooks, one module per notebook.
 
 ``solutions/nbNN_<name>.py`` holds, under the exercise's own name (``my_*`` or ``My*``), a solution that its
-``tl.checks`` function passes, and ``ANSWERS``: model answers to the Think/Experiment questions, keyed by
-exercise number. ``make solutions`` swaps each notebook's stubs for these and runs the notebooks. Which exercises
-exist is not written here: :data:`EXERCISES` comes from the registry of ``transformer_lib.checks``.
+``tl.checks`` function passes; ``WRONG_ANSWERS``: a typical wrong answer to each exercise and words of the hint
+its check must give; and ``ANSWERS``: model answers to the Think/Experiment questions, keyed by exercise number.
+``make solutions`` swaps each notebook's stubs for these and runs the notebooks. Which exercises exist is not
+written here: :data:`EXERCISES` comes from the registry of ``transformer_lib.checks``.
 """
 
 import importlib
@@ -36,3 +37,9 @@ def solution(notebook: str, name: str):
     """The reference solution ``name`` of notebook ``NN``."""
     (module,) = [m for n, m in modules().items() if n[2:4] == notebook]
     return getattr(module, name)
+
+
+def wrong_answer(notebook: str, name: str) -> tuple:
+    """``(code, words)``: a typical wrong answer to exercise ``name`` of notebook ``NN``, and words of its hint."""
+    (module,) = [m for n, m in modules().items() if n[2:4] == notebook]
+    return module.WRONG_ANSWERS[name]

@@ -16,9 +16,7 @@ HEADER = "| notebook | exercise | what is asked | graded by `tl.checks.` |\n| --
 
 def markdown_table() -> str:
     """The table: a header, then one row per exercise, in notebook order."""
-    rows = [
-        f"| {e.notebook} | {e.number} | `{e.name}`: {e.asked} | `{e.graded_by}` |\n" for e in solutions.EXERCISES
-    ]
+    rows = [f"| {e.notebook} | {e.number} | `{e.name}`: {e.asked} | `{e.graded_by}` |\n" for e in solutions.EXERCISES]
     return HEADER + "".join(rows)
 
 

@@ -6,8 +6,6 @@ import inspect
 import pathlib
 
 import pytest
-import torch
-import torch.nn.functional as F
 from torch import nn
 
 import solutions
@@ -43,103 +41,16 @@ def test_reference_solution_passes_and_stub_is_not_implemented(exercise):
     assert not stub and "not implemented yet" in stub.message
 
 
-def _wrong_mha(bias: bool):
-    class WrongMHA(solutions.solution("02", "MyMultiHeadAttention")):
-        def forward(self, query, key, value, mask=None):  # one sequence's mask for the whole batch
-            return super().forward(query, key, value, None if mask is None else mask[:1])
-
-    return WrongMHA
-
-
-class PostLNAlways(nn.Module):  # norm_first ignored: always post-LN
-    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
-        super().__init__()
-        self.layer = solutions.solution("04", "MyEncoderLayer")(d_model, num_heads, d_ff, norm_first=False)
-        self.self_attn, self.feed_forward = self.layer.self_attn, self.layer.feed_forward
-        self.norm1, self.norm2 = self.layer.norm1, self.layer.norm2
-
-    def forward(self, x, mask=None):
-        return self.layer(x, mask)
-
-
-class DecoderNoMemoryMask(nn.Module):
-    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
-        super().__init__()
-        self.layer = solutions.solution("05", "MyDecoderLayer")(d_model, num_heads, d_ff, norm_first)
-        for name in ("self_attn", "cross_attn", "feed_forward", "norm1", "norm2", "norm3"):
-            setattr(self, name, getattr(self.layer, name))
-
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
-        return self.layer(x, memory, tgt_mask, None)
-
-
-class PositionalEncodingParameter(nn.Module):
-    def __init__(self, d_model, max_len):
-        super().__init__()
-        self.pe = nn.Parameter(tl.sinusoidal_encoding(d_model=d_model, max_len=max_len)[None])
-
-    def forward(self, x):
-        return x + self.pe[:, : x.size(1)]
-
-
-class LayerNormUnbiased(solutions.solution("04", "MyLayerNorm")):
-    def forward(self, x):  # var() divides by d_model - 1 by default
-        return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
-
-
-class FeedForwardNoRelu(solutions.solution("04", "MyFeedForward")):
-    def forward(self, x):
-        return self.linear2(self.linear1(x))
-
-
-WRONG = {  # name -> (a typical wrong answer, words its hint must contain)
-    "my_attention": (
-        lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, ~mask if mask is not None else None),
-        "opposite polarity",
-    ),
-    "my_causal_mask": (lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "not the past"),
-    "my_split_heads": (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
-    "my_combine_heads": (lambda x: x.reshape(x.size(0), x.size(2), -1), "transpose back"),
-    "MyMultiHeadAttention": (_wrong_mha(False), "first sequence's mask"),
-    "my_sinusoidal_encoding": (lambda d, n: tl.sinusoidal_encoding(d_model=n, max_len=d), "swapped the arguments"),
-    "MyPositionalEncoding": (PositionalEncodingParameter, "register_buffer"),
-    "MyLayerNorm": (LayerNormUnbiased, "unbiased variance"),
-    "MyFeedForward": (FeedForwardNoRelu, "without the ReLU"),
-    "MyEncoderLayer": (PostLNAlways, "post-LN and pre-LN are swapped"),
-    "MyDecoderLayer": (DecoderNoMemoryMask, "ignored memory_mask"),
-    "my_cross_attention": (lambda attn, x, memory, mask: attn(memory, x, x, mask)[0], "queries come from"),
-    "my_smoothed_targets": (lambda t, v, e, p: tl.smoothed_targets(t, v, e, 0), "pad_id"),
-    "my_noam_lr": (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.0), "warm-up"),
-    "my_softmax_with_temperature": (lambda logits, t: (logits * t).softmax(-1), "multiplied"),
-    "my_cached_causal_mask": (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "every cached token"),
-    "my_gpt_block": (lambda layer, x: layer(x), "causal mask"),
-    "my_mask_tokens": (
-        lambda tokens, mask_id, v, specials, rate, generator: tl.lm.mask_tokens(
-            tokens, mask_id, v, (), rate, generator
-        ),
-        "special_ids were ignored",
-    ),
-    "my_parameter_count": (
-        lambda config: tl.count_parameters(tl.DecoderOnlyLM(config.replace(max_len=1)))["total"],
-        "max_len x d_model",
-    ),
-    "my_shard_loss": (
-        lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
-        "own tokens",
-    ),
-    "my_table3_row": (lambda: (tl.experiments.Row("base again", "C", {"d_model": 64}), "same"), "changes nothing"),
-}
-
-
 @pytest.mark.parametrize("exercise", solutions.EXERCISES, ids=IDS)
 def test_a_typical_wrong_answer_gets_a_specific_hint(exercise):
-    wrong, words = WRONG[exercise.name]
+    wrong, words = solutions.wrong_answer(exercise.notebook, exercise.name)
     result = exercise.grade(wrong)
     assert not result and words in result.message, result.message
 
 
 def test_every_think_question_has_a_model_answer_and_every_solution_is_documented():
     for name, module in solutions.modules().items():
+        assert set(module.WRONG_ANSWERS) == {e.name for e in solutions.EXERCISES if e.notebook == name[2:4]}, name
         for number in solutions.THINK.get(name[2:4], []):
             assert len(module.ANSWERS.get(number, "")) > 200, f"{name}: no model answer for exercise {number}"
     for exercise in solutions.EXERCISES:
