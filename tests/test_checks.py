@@ -414,9 +414,9 @@ def test_robustness_covers_every_check():
 def _compares_gradients(check: str, code, options: dict) -> bool:
     """Whether the entry behind ``check`` (for this kind of code and these options) has a case that compares
     gradients."""
-    from transformer_lib.checks import registry
+    from transformer_lib.checks import engine, registry
 
-    variant = "with_cache" if options.get("with_cache") else "default"
+    variant = "with_cache" if options.get("with_cache") else engine.DEFAULT
     if check == "check_positional_encoding":
         variant = "module" if isinstance(code, type) else "table"
     entry = registry.entries().get((check, variant))
