@@ -42,6 +42,15 @@ def _solution_source(module, name: str) -> str:
     return "\n".join([f"# Reference solution, from solutions/{short}.py", *imports, "", code])
 
 
+def exercise_cells(notebook) -> list:
+    """The notebook's exercise cells: code cells with a stub (``raise NotImplementedError``) and a check call."""
+    return [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "raise NotImplementedError" in cell.source and "tl.checks.check_" in cell.source
+    ]
+
+
 def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
     """(new cell source, exercise name); (None, name or what is wrong) when no solution can replace the stub."""
     tree = ast.parse(source)
@@ -83,25 +92,20 @@ def build(path: pathlib.Path) -> list[str]:
     number = path.name[:2]
     (module,) = [m for name, m in solutions.modules().items() if name[2:4] == number]
     notebook = nbformat.read(path, as_version=4)
-    problems, solved, exercise_cells = [], set(), []
-    for cell in notebook.cells:
-        if (
-            cell.cell_type == "code"
-            and "raise NotImplementedError" in cell.source
-            and "tl.checks.check_" in cell.source
-        ):
-            source, name = _replace_stub(cell.source, module)
-            if source is None:
-                index = notebook.cells.index(cell)
-                problem = (
-                    name if name.startswith("defines") else f"{name} has no solution of that name in {module.__name__}"
-                )
-                problems.append(f"cell {index}: exercise {problem}")
-                continue
-            cell.source, cell.outputs = source, []
-            solved.add(name)
-            exercise_cells.append(cell)
-    expected = {name for nb, _, name, _, _ in solutions.EXERCISES if nb == number}
+    problems, solved, replaced = [], set(), []
+    for cell in exercise_cells(notebook):
+        source, name = _replace_stub(cell.source, module)
+        if source is None:
+            index = notebook.cells.index(cell)
+            problem = (
+                name if name.startswith("defines") else f"{name} has no solution of that name in {module.__name__}"
+            )
+            problems.append(f"cell {index}: exercise {problem}")
+            continue
+        cell.source, cell.outputs = source, []
+        solved.add(name)
+        replaced.append(cell)
+    expected = {exercise.name for exercise in solutions.EXERCISES if exercise.notebook == number}
     problems += [f"solution {name} has no exercise cell (stub + check) in {path.name}" for name in expected - solved]
     missing = set(module.ANSWERS) - set(_add_answers(notebook, module.ANSWERS))
     problems += [f"no question (Think/Experiment) numbered {n} for its model answer" for n in sorted(missing)]
@@ -109,7 +113,7 @@ def build(path: pathlib.Path) -> list[str]:
         NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute()
     except Exception as exc:  # a cell raised: name it, keep the partial notebook for the teacher to inspect
         problems.append(f"execution stopped: {type(exc).__name__}: {str(exc).strip().splitlines()[-1]}")
-    for cell in exercise_cells:  # (the debugging notebook's bug cells fail their checks on purpose)
+    for cell in replaced:  # (the debugging notebook's bug cells fail their checks on purpose)
         text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.get("outputs", []))
         if "✅" not in text:
             outcome = text.strip()[:300] or "not run (execution stopped before it)"

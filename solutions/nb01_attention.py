@@ -4,6 +4,8 @@ import math
 
 import torch
 
+import transformer_lib as tl
+
 
 def my_attention(q, k, v, mask=None):
     """``softmax(q k^T / sqrt(d_k)) v`` over the last axis; ``mask`` bool, True = may attend."""
@@ -31,4 +33,14 @@ ANSWERS = {
         "symmetric nor positive definite, so nothing favours j = i: a head can learn to attend to the previous "
         "token, say, and the score of i with j can differ from that of j with i."
     ),
+}
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {
+    "my_attention": (
+        lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, ~mask if mask is not None else None),
+        "opposite polarity",
+    ),
+    "my_causal_mask": (lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "not the past"),
 }

@@ -39,3 +39,17 @@ class MyMultiHeadAttention(nn.Module):
 
 
 ANSWERS = {}
+
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+class _OneMaskForTheBatch(MyMultiHeadAttention):
+    def forward(self, query, key, value, mask=None):  # one sequence's mask for the whole batch
+        return super().forward(query, key, value, None if mask is None else mask[:1])
+
+
+WRONG_ANSWERS = {
+    "my_split_heads": (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
+    "my_combine_heads": (lambda x: x.reshape(x.size(0), x.size(2), -1), "transpose back"),
+    "MyMultiHeadAttention": (_OneMaskForTheBatch, "first sequence's mask"),
+}

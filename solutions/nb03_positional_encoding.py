@@ -5,6 +5,8 @@ import math
 import torch
 from torch import nn
 
+import transformer_lib as tl
+
 
 def my_sinusoidal_encoding(d_model, max_len):
     """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] = cos(...)``."""
@@ -39,4 +41,21 @@ ANSWERS = {
         "sinusoids is limited in practice (Press, Smith & Lewis 2022, 'Train Short, Test Long: Attention with "
         "Linear Biases Enables Input Length Extrapolation')."
     ),
+}
+
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+class _TableAsParameter(nn.Module):
+    def __init__(self, d_model, max_len):
+        super().__init__()
+        self.pe = nn.Parameter(tl.sinusoidal_encoding(d_model=d_model, max_len=max_len)[None])
+
+    def forward(self, x):
+        return x + self.pe[:, : x.size(1)]
+
+
+WRONG_ANSWERS = {
+    "my_sinusoidal_encoding": (lambda d, n: tl.sinusoidal_encoding(d_model=n, max_len=d), "swapped the arguments"),
+    "MyPositionalEncoding": (_TableAsParameter, "register_buffer"),
 }

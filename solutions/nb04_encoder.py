@@ -67,3 +67,33 @@ ANSWERS = {
         "skip connections and MLPs collapses towards a rank-1 output (every token the same) as depth grows."
     ),
 }
+
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+class _UnbiasedVariance(MyLayerNorm):
+    def forward(self, x):  # var() divides by d_model - 1 by default
+        return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
+
+
+class _NoRelu(MyFeedForward):
+    def forward(self, x):
+        return self.linear2(self.linear1(x))
+
+
+class _PostLNAlways(nn.Module):  # norm_first ignored: always post-LN
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layer = MyEncoderLayer(d_model, num_heads, d_ff, norm_first=False)
+        self.self_attn, self.feed_forward = self.layer.self_attn, self.layer.feed_forward
+        self.norm1, self.norm2 = self.layer.norm1, self.layer.norm2
+
+    def forward(self, x, mask=None):
+        return self.layer(x, mask)
+
+
+WRONG_ANSWERS = {
+    "MyLayerNorm": (_UnbiasedVariance, "unbiased variance"),
+    "MyFeedForward": (_NoRelu, "without the ReLU"),
+    "MyEncoderLayer": (_PostLNAlways, "post-LN and pre-LN are swapped"),
+}

@@ -45,3 +45,22 @@ ANSWERS = {
         "only mask hides the source's padding."
     ),
 }
+
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+class _NoMemoryMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layer = MyDecoderLayer(d_model, num_heads, d_ff, norm_first)
+        for name in ("self_attn", "cross_attn", "feed_forward", "norm1", "norm2", "norm3"):
+            setattr(self, name, getattr(self.layer, name))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        return self.layer(x, memory, tgt_mask, None)
+
+
+WRONG_ANSWERS = {
+    "MyDecoderLayer": (_NoMemoryMask, "ignored memory_mask"),
+    "my_cross_attention": (lambda attn, x, memory, mask: attn(memory, x, x, mask)[0], "queries come from"),
+}

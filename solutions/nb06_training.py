@@ -2,6 +2,8 @@
 
 import torch
 
+import transformer_lib as tl
+
 
 def my_smoothed_targets(target, vocab_size, eps, pad_id):
     """``(N,) -> (N, vocab_size)``: ``1 - eps`` on the target, ``eps / (V - 2)`` on every other token but
@@ -29,4 +31,11 @@ ANSWERS = {
         "below 99% within the budget (issue 13 reports 0.60 at step 3200). The schedule's peak, "
         "factor * d_model^-0.5 * warmup^-0.5, matters more than its shape; compare several seeds before concluding."
     ),
+}
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {
+    "my_smoothed_targets": (lambda t, v, e, p: tl.smoothed_targets(t, v, e, 0), "pad_id"),
+    "my_noam_lr": (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.0), "warm-up"),
 }

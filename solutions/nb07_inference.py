@@ -28,3 +28,10 @@ ANSWERS = {
         "without a penalty the shortest hypothesis, <eos> at once, wins."
     ),
 }
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {
+    "my_softmax_with_temperature": (lambda logits, t: (logits * t).softmax(-1), "multiplied"),
+    "my_cached_causal_mask": (lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), "every cached token"),
+}

@@ -25,3 +25,10 @@ ANSWERS = {
         "bug breaks, and test that property."
     ),
 }
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {
+    "my_causal_mask": (lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "not the past"),
+    "my_split_heads": (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
+}

@@ -21,3 +21,12 @@ ANSWERS = {
         "et al. 2020, 'Transformers are RNNs'). Each changes what the model can compute, not just how fast."
     ),
 }
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {
+    "my_shard_loss": (
+        lambda logits, target, n, w: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
+        "own tokens",
+    ),
+}

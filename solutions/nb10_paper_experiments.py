@@ -22,3 +22,7 @@ ANSWERS = {
         "loss rises, P_drop = 0.1 should beat P_drop = 0."
     ),
 }
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {"my_table3_row": (lambda: (Row("base again", "C", {"d_model": 64}), "same"), "changes nothing")}

@@ -56,3 +56,17 @@ ANSWERS = {
         "factorises P(text) = prod_t P(x_t | x_<t) by construction, so sampling left to right is exact and cheap."
     ),
 }
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+WRONG_ANSWERS = {
+    "my_gpt_block": (lambda layer, x: layer(x), "causal mask"),
+    "my_mask_tokens": (
+        lambda tokens, mask_id, v, specials, rate, generator: lm.mask_tokens(tokens, mask_id, v, (), rate, generator),
+        "special_ids were ignored",
+    ),
+    "my_parameter_count": (
+        lambda config: tl.count_parameters(tl.DecoderOnlyLM(config.replace(max_len=1)))["total"],
+        "max_len x d_model",
+    ),
+}

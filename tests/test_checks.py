@@ -50,6 +50,42 @@ def test_the_notebook_covers_every_classic_bug():
     assert classic <= {check for kind, check in MARKED if kind == "FIX"}  # each classic bug has a fix that passes
 
 
+def test_the_registry_is_the_one_source_of_the_public_checks_and_their_entries():
+    """Every public check comes from an entry file and has an explicit signature and a docstring; every entry
+    belongs to a public check, under one (check, variant) key; every exercise names a public check, with options
+    that check takes, in the entry file of its own notebook."""
+    import inspect
+
+    from transformer_lib.checks import registry
+
+    public = registry.checks()
+    assert set(tl.checks.__all__) == {"CheckResult", *public}
+    assert all(getattr(tl.checks, name) is check for name, check in public.items())
+    for name, check in public.items():
+        kinds = {parameter.kind for parameter in inspect.signature(check).parameters.values()}
+        assert not kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD}, name
+        assert len(inspect.getdoc(check) or "") > 40, f"{name} has no docstring"
+    assert {check for check, _ in registry.entries()} == set(public)
+    assert all(key == (entry.check, entry.variant) for key, entry in registry.entries().items())
+    numbers = [(exercise.notebook, exercise.number) for exercise in registry.exercises()]
+    assert len(numbers) == len(set(numbers)) and numbers == sorted(numbers, key=lambda n: (n[0], int(n[1])))
+    for module in registry.entry_files():
+        for exercise in module.EXERCISES:
+            assert module.__name__.split(".")[-1][2:4] == exercise.notebook, exercise
+            assert set(exercise.options) <= set(inspect.signature(public[exercise.check]).parameters), exercise
+
+
+def test_checks_load_only_on_first_use():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, transformer_lib as tl; assert 'transformer_lib.checks' not in sys.modules; "
+        "assert tl.checks.check_noam_lr(tl.noam_lr)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def tiny_config():
     return tl.TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, num_heads=2, d_ff=32, num_layers=1)
 
@@ -352,11 +388,10 @@ def _robustness_cases():
     import solutions
 
     cases = []
-    for notebook, _, name, _, check in solutions.EXERCISES:
-        solution = solutions.solution(notebook, name)
+    for exercise in solutions.EXERCISES:
+        solution = solutions.solution(exercise.notebook, exercise.name)
         broken = _broken_classes(solution) if isinstance(solution, type) else _broken_functions(solution)
-        options = {"with_cache": True} if "with_cache" in check else {}
-        cases += [(check.split("(")[0], options, kind, code) for kind, code in broken.items()]
+        cases += [(exercise.check, exercise.options, kind, code) for kind, code in broken.items()]
     cases += [
         ("check_causal_decoder", {}, kind, cls(True))
         for kind, cls in _broken_classes(NoCausalMask).items()
@@ -376,10 +411,15 @@ def test_robustness_covers_every_check():
     assert {check for check, *_ in ROBUSTNESS} == {name for name in tl.checks.__all__ if name.startswith("check_")}
 
 
-def _compares_gradients(check: str, code) -> bool:
-    """Whether the entry behind ``check`` (for this kind of code) has a case that compares gradients."""
-    module = check == "check_positional_encoding" and isinstance(code, type)
-    entry = tl.checks.CHECKS.get(check + ("_module" if module else ""))
+def _compares_gradients(check: str, code, options: dict) -> bool:
+    """Whether the entry behind ``check`` (for this kind of code and these options) has a case that compares
+    gradients."""
+    from transformer_lib.checks import engine, registry
+
+    variant = "with_cache" if options.get("with_cache") else engine.DEFAULT
+    if check == "check_positional_encoding":
+        variant = "module" if isinstance(code, type) else "table"
+    entry = registry.entries().get((check, variant))
     return entry is not None and any(case.inputs for case in entry.cases())
 
 
@@ -392,7 +432,7 @@ def test_student_code_never_makes_a_check_raise(check, options, kind, code):
     if kind == "None":
         assert not result and "None" in result.message, result.message
     elif kind == "no_grad":  # checks that compare gradients say so; the others pass (a mask needs no gradient)
-        if _compares_gradients(check, code):
+        if _compares_gradients(check, code, options):
             assert not result and "carries no gradient" in result.message, result.message
         else:
             assert result, result.message
@@ -538,7 +578,7 @@ def test_a_check_leaves_the_learners_random_state_alone(check):
     none of them may move the learner's seeded stream."""
     import solutions
 
-    code = next(solutions.solution(nb, name) for nb, _, name, _, graded in solutions.EXERCISES if graded == check)
+    code = next(solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check)
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
@@ -655,7 +695,7 @@ def test_the_causal_decoder_check_survives_a_broken_model_and_restores_every_mod
 def test_a_check_called_under_autocast_still_passes_a_correct_answer(check):
     import solutions
 
-    code = next(solutions.solution(nb, name) for nb, _, name, _, graded in solutions.EXERCISES if graded == check)
+    code = next(solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         result = getattr(tl.checks, check)(code)
     assert result, result.message

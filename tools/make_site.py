@@ -1,7 +1,8 @@
 """Render the executed notebooks into a static website: ``python tools/make_site.py [OUT_DIR]`` (``make site``).
 
 For reading the course without installing anything: ``OUT_DIR/index.html`` holds the table of notebooks (from
-the README's table, plus any notebook it does not list yet) and the diagrams; ``OUT_DIR/notebooks/NN_name.html``
+the README's table, plus any notebook it does not list yet), the exercises (from the registry of ``tl.checks``,
+which ``solutions/`` and the README's table read too) and the diagrams; ``OUT_DIR/notebooks/NN_name.html``
 is each notebook as saved, with its figures and the last picture of every widget, and links to the index and
 to the previous and next notebook; ``OUT_DIR/images/`` holds the diagrams, so the notebooks' ``../images/``
 links work as they do in the repository. Nothing is executed: run ``make notebooks`` first for fresh outputs.
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import nbformat
 from nbconvert import HTMLExporter
+
+from transformer_lib.checks import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -41,6 +44,19 @@ def readme_rows() -> dict[str, tuple[str, str]]:
 def inline_markdown(text: str) -> str:
     """The README's cell text as HTML: escaped, with `code` spans."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def exercise_table() -> str:
+    """The exercises as an HTML table, one row each, from the registry that solutions/ and the README read too."""
+    rows = "".join(
+        f"<tr><td>{e.notebook}</td><td>{e.number}</td><td><code>{html.escape(e.name)}</code>: {html.escape(e.asked)}"
+        f"</td><td><code>{html.escape(e.graded_by)}</code></td></tr>"
+        for e in registry.exercises()
+    )
+    return (
+        "<table><tr><th>notebook</th><th>exercise</th><th>what is asked</th><th>graded by <code>tl.checks.</code></th>"
+        f"</tr>{rows}</table>"
+    )
 
 
 def title_of(notebook) -> str:
@@ -108,7 +124,7 @@ def build(out: Path) -> list[Path]:
         "<p>The course's notebooks as last executed, with their figures and the first picture of each widget. "
         "To move the sliders, run them: <code>make lab</code>.</p>"
         "<table><tr><th>#</th><th>notebook</th><th>what it teaches</th><th>CPU budget</th></tr>"
-        f"{''.join(rows)}</table><h2>Diagrams</h2>{diagrams}</body></html>"
+        f"{''.join(rows)}</table><h2>Exercises</h2>{exercise_table()}<h2>Diagrams</h2>{diagrams}</body></html>"
     )
     return [index, *written]
 

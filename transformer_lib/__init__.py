@@ -5,7 +5,7 @@ the names that the notebooks, the solutions and the README use; everything else 
 ``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.shapes.ShapeTrace``.
 """
 
-from . import checks, lm
+from . import lm
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import capture_attention
 from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
@@ -43,9 +43,10 @@ from .train import (
 
 __version__ = "0.1.0"
 
-# Pictures and widgets load matplotlib and ipywidgets, which model code never needs: import them on first use,
-# so `tl.viz.plot_attention(...)` and `tl.widgets.AttentionExplorer(...)` work without an explicit import.
-_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments"}
+# Pictures and widgets load matplotlib and ipywidgets, and the exercises' checks their whole machinery, which
+# model code never needs: import them on first use, so `tl.viz.plot_attention(...)`,
+# `tl.widgets.AttentionExplorer(...)` and `tl.checks.check_attention(...)` work without an explicit import.
+_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments", "checks"}
 
 
 def __getattr__(name: str):

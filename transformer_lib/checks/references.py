@@ -12,11 +12,8 @@ from functools import partial
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
-from .check_engine import Failure, describe
-from .decoder import DecoderLayer
-from .encoder import EncoderLayer
-from .layers import LayerNorm, PositionalEncoding, PositionwiseFeedForward
+from .. import DecoderLayer, EncoderLayer, LayerNorm, MultiHeadAttention, PositionalEncoding, PositionwiseFeedForward
+from .engine import Failure, describe
 
 __all__ = ["copy_weight", "copy_weights", "multi_head_attention", "encoder_layer", "decoder_layer", "layer_norm",
            "feed_forward", "positional_encoding"]

@@ -1,7 +1,7 @@
 """The known mistakes' code: a version of each block with a knob per typical bug; every knob at its default
 gives the right code.
 
-The table of :mod:`transformer_lib.checks` names each mistake by its hint and the knobs that make it, for example
+An entry (in the ``nbNN_*`` files of this package) names each mistake by its hint and the knobs that make it, e.g.
 ``partial(variants.attention, fill=0.0)`` for "masked scores were set to 0", so one version serves every check
 that can meet the bug (the attention bugs recur inside multi-head attention). A version of a module takes first
 the reference module, which holds the student's weights, then the module's own arguments.
@@ -13,10 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import lm
-from .attention import MultiHeadAttention, combine_heads, split_heads
-from .decoder import DecoderLayer
-from .encoder import EncoderLayer
+from .. import DecoderLayer, EncoderLayer, MultiHeadAttention, combine_heads, lm, split_heads
 
 
 def attention(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m,

@@ -1,4 +1,5 @@
-"""The engine of the self-checks: it runs a check's entry (:mod:`transformer_lib.checks` holds the table).
+"""The engine of the self-checks: it runs a check's entry (the entries sit in ``checks/nbNN_*.py``, one file per
+notebook).
 
 An :class:`Entry` says what a check compares: the reference, the inputs it draws (:class:`Case`) and the known
 mistakes (:class:`Mistake`: a wrong version of the code and the hint it earns). :func:`judge` runs every call
@@ -22,7 +23,19 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["CheckResult", "Case", "Mistake", "Entry", "Failure", "judge", "describe", "output_and_weights"]
+__all__ = [
+    "CheckResult",
+    "Case",
+    "Mistake",
+    "Entry",
+    "DEFAULT",
+    "Failure",
+    "judge",
+    "describe",
+    "output_and_weights",
+    "one_number",
+    "knob_mistakes",
+]
 
 
 @dataclass
@@ -60,14 +73,21 @@ class Mistake:
     version: Callable
 
 
+DEFAULT = "default"  # the variant of a check that has one form only
+
+
 @dataclass
 class Entry:
-    """One check. ``reference`` is the right function or, when ``builds`` (the student gives a class), a factory
-    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights.
+    """One form of a check. ``check`` is the public function's name, which every message shows; ``variant`` names
+    the form when the check has several (``check_causal_mask`` with ``"with_cache"``, ``check_positional_encoding``
+    with ``"table"`` and ``"module"``): the public function picks it from its arguments, explicitly.
 
+    ``reference`` is the right function or, when ``builds`` (the student gives a class), a factory
+    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's weights.
     A check with nothing to compare with has a ``verdict`` instead of a reference: ``(result, case) -> report``,
     raising :class:`Failure` when the code fails; a report (a str) is shown instead of ``success``."""
 
+    check: str  # the public check's name: "check_attention"
     what: str  # how messages name the student's code: "your attention"
     reference: Callable | None
     cases: Callable[[], list[Case]]
@@ -80,6 +100,7 @@ class Entry:
     verdict: Callable | None = None
     atol: float = 1e-4
     rtol: float = 1e-5
+    variant: str = DEFAULT
 
 
 class Failure(Exception):
@@ -215,6 +236,30 @@ def output_and_weights(result, case=None) -> dict:
     if isinstance(result, tuple) and len(result) == 2:
         return {"output": result[0]} | ({"weights": result[1]} if result[1] is not None else {})
     return {"output": result}
+
+
+def one_number(part: str) -> Callable:
+    """A pick that reads a Python, NumPy (``np.float32`` is no ``float``) or one-element torch number as the tensor
+    ``part``: a schedule's learning rate, a parameter count."""
+
+    def pick(result, case=None) -> dict:
+        if result is None:
+            return {part: None}  # _differs says "a missing `return`?"
+        try:
+            if isinstance(result, bool | str | bytes):
+                raise TypeError
+            value = float(result.detach() if isinstance(result, torch.Tensor) else result)
+        except (TypeError, ValueError, RuntimeError):
+            raise Failure(f"your {part} should be one number, got {describe(result)} {result!r:.60}.") from None
+        return {part: torch.tensor(value, dtype=torch.float64)}
+
+    return pick
+
+
+def knob_mistakes(version: Callable, bugs: list[tuple[str, dict]]) -> list[Mistake]:
+    """One :class:`Mistake` per ``(hint, knobs)``: ``version`` (a function of :mod:`.variants`) with those knobs set.
+    The lists of bugs that several checks meet (attention's inside multi-head attention) are written once."""
+    return [Mistake(hint, partial(version, **knobs)) for hint, knobs in bugs]
 
 
 def _prepare(entry: Entry, student, case: Case):
@@ -356,9 +401,10 @@ def _own_code(student) -> set:
     return {f.__code__ for c in classes for f in vars(c).values() if hasattr(f, "__code__")}
 
 
-def judge(name: str, entry: Entry, student) -> CheckResult:
-    """Run the check ``name`` (its ``entry``) on the student's code; the result is a message, never an error
+def judge(entry: Entry, student) -> CheckResult:
+    """Run ``entry`` on the student's code; the result, named after ``entry.check``, is a message, never an error
     (a KeyboardInterrupt, the learner's own, still stops it)."""
+    name = entry.check
     try:
         with _isolated():
             message = _examine(entry, student)

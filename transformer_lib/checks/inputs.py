@@ -1,6 +1,6 @@
 """The inputs the checks draw: one function per kind of exercise, each returning its list of cases.
 
-A :class:`~transformer_lib.check_engine.Case` holds the arguments the student's code gets, how messages name
+A :class:`~transformer_lib.checks.engine.Case` holds the arguments the student's code gets, how messages name
 them, the arguments of the student's class (for checks that build one) and the tensors whose gradients are
 compared. The inputs are chosen to expose the classic bugs: several shapes (a transpose that happens to be
 square goes unseen), causal masks, padding masks that differ per sequence (so that one sequence's mask used for
@@ -13,11 +13,8 @@ import math
 
 import torch
 
-from .attention import MultiHeadAttention
-from .check_engine import Case
-from .encoder import EncoderLayer
-from .lm import LMConfig
-from .masks import causal_mask
+from .. import EncoderLayer, LMConfig, MultiHeadAttention, causal_mask
+from .engine import Case
 
 
 def _generator() -> torch.Generator:
