@@ -33,8 +33,9 @@ def copy_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
 
     Supported pairs: :class:`MultiHeadAttention` <- ``nn.MultiheadAttention``, :class:`EncoderLayer` <-
     ``nn.TransformerEncoderLayer`` and :class:`DecoderLayer` <- ``nn.TransformerDecoderLayer`` (post-LN or
-    pre-LN, the same ``norm_first`` on both sides; ReLU feed-forward). After the copy, ours in eval mode equals
-    theirs in eval mode (``batch_first=True``; their masks use True = blocked, ours True = may attend).
+    pre-LN, the same ``norm_first`` on both sides; the same activation, ReLU or GELU). After the copy, ours in
+    eval mode equals theirs in eval mode (``batch_first=True``; their masks use True = blocked, ours True = may
+    attend).
 
     Raises:
         TypeError: for any other pair, or when sizes, biases, ``norm_first``, activation or LayerNorm ``eps``
@@ -96,14 +97,27 @@ def _attention_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, pr
     return pairs
 
 
+def _torch_activation_name(activation) -> str:
+    """The name in ``layers.ACTIVATIONS`` of a PyTorch layer's activation (function or module), or its repr."""
+    if activation in (torch.relu, nn.functional.relu) or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is nn.functional.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+        return "gelu"
+    return repr(activation)
+
+
 def _layer_pairs(ours: nn.Module, theirs: nn.Module, attentions: list, residuals: list) -> list:
     """Attention(s), feed-forward and the norms of an encoder or decoder layer; PyTorch's norms are numbered
     in the order of our residual sublayers."""
     ours_norm_first = getattr(ours, residuals[0]).norm_first
     if ours_norm_first != theirs.norm_first:
         raise TypeError(f"norm_first differs: ours {ours_norm_first}, PyTorch's {theirs.norm_first}")
-    if theirs.activation not in (torch.relu, nn.functional.relu) and not isinstance(theirs.activation, nn.ReLU):
-        raise TypeError(f"our feed-forward uses ReLU; PyTorch's layer uses {theirs.activation}")
+    ours_activation, theirs_activation = ours.feed_forward.activation, _torch_activation_name(theirs.activation)
+    if ours_activation != theirs_activation:
+        raise TypeError(
+            f"feed-forward activations differ: ours {ours_activation!r}, PyTorch's {theirs_activation!r}; build ours "
+            "with the same activation (the default 'relu' is the paper's ReLU)"
+        )
     pairs = []
     for our_name, their_name in attentions:
         pairs += _attention_pairs(getattr(ours, our_name), getattr(theirs, their_name), f"{our_name}.")

@@ -198,13 +198,16 @@ class _EncoderStackLM(nn.Module):
     def _check_padding_mask(mask: torch.Tensor, tokens: torch.Tensor, key_length: int) -> None:
         """A padding mask must be bool ``(B, 1, 1, T_k)``, True at real tokens, one row per sequence."""
         expected = (tokens.size(0), 1, 1, key_length)
-        check_mask(mask, expected, device=tokens.device)
+        right_kind = isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 4
+        if not right_kind:
+            check_mask(mask, expected, device=tokens.device)  # names the wrong type, dtype or rank
         if tuple(mask.shape) != expected:
             raise ValueError(
                 f"mask must be a padding mask of shape (B, 1, 1, T_k) = {expected}, True at real tokens, got "
                 f"{tuple(mask.shape)}; make it with tl.padding_mask(tokens, pad_id), or from Hugging Face's "
                 "attention_mask (B, T) with attention_mask.bool()[:, None, None, :]"
             )
+        check_mask(mask, expected, device=tokens.device)  # the device
 
     def hidden_states(
         self,
