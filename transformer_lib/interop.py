@@ -178,8 +178,8 @@ def _require(condition: bool, what: str) -> None:
 def config_from_huggingface(hf_config):
     """Our config for a Hugging Face config: ``GPT2Config`` and ``BertConfig`` -> :class:`~transformer_lib.LMConfig`,
     ``MarianConfig`` -> :class:`~transformer_lib.TransformerConfig`. Each field comes from the matching HF field;
-    the options that make our block theirs are switched on (the module docstring of :mod:`transformer_lib.model`
-    lists them). Training-only settings with no field here are left out: GPT-2's ``embd_pdrop`` (ours uses
+    the options that make our block theirs are switched on (the option table at the top of ``model.py`` lists
+    them). Training-only settings with no field here are left out: GPT-2's ``embd_pdrop`` (ours uses
     ``resid_pdrop`` everywhere), Marian's ``activation_dropout`` and layer drop.
 
     Raises:

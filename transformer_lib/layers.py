@@ -184,10 +184,10 @@ def sinusoidal_encoding(d_model: int, max_len: int, layout: str = "interleaved")
 
 class _AddPositions(nn.Module):
     """What both position modules share: after the position vectors are added, an optional LayerNorm of the sum
-    (``norm=True``: BERT's embedding LayerNorm, with ``eps``), then dropout."""
+    (``norm=True``: BERT's embedding LayerNorm, with ``eps``), then dropout. Subclasses build their table first,
+    then call :meth:`_add_norm_and_dropout` (so the printed module lists the table first, as it always did)."""
 
-    def __init__(self, d_model: int, dropout: float, norm: bool, eps: float):
-        super().__init__()
+    def _add_norm_and_dropout(self, d_model: int, dropout: float, norm: bool, eps: float) -> None:
         self.dropout = nn.Dropout(dropout)
         self.norm = LayerNorm(d_model, eps) if norm else None
 
@@ -216,8 +216,9 @@ class PositionalEncoding(_AddPositions):
         norm: bool = False,
         eps: float = 1e-5,
     ):
-        super().__init__(d_model, dropout, norm, eps)
+        super().__init__()
         self.register_buffer("pe", sinusoidal_encoding(d_model, max_len, layout)[None], persistent=False)
+        self._add_norm_and_dropout(d_model, dropout, norm, eps)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``x (B, T, d_model)`` -> ``x + PE[start : start + T]``; ``start`` > 0 when decoding step by step."""
@@ -237,10 +238,11 @@ class LearnedPositionalEncoding(_AddPositions):
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1, norm: bool = False, eps: float = 1e-5):
+        super().__init__()
         check_positive_ints(d_model=d_model, max_len=max_len)
-        super().__init__(d_model, dropout, norm, eps)
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=2**-0.5)
+        self._add_norm_and_dropout(d_model, dropout, norm, eps)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``x (B, T, d_model)`` -> ``x + P[start : start + T]``, the rows of the learned table ``P``."""

@@ -244,8 +244,9 @@ class DecoderOnlyLM(_EncoderStackLM):
     The logits at position ``t`` predict token ``t + 1`` from tokens ``<= t`` only. With a ``cache`` (see
     :meth:`new_cache`) ``tokens`` holds only the newest tokens; they sit after the cached ones and see them all.
     ``mask``: an optional padding mask, bool ``(B, 1, 1, T_k)``, True = may attend (a real token), combined with
-    the causal mask; with a cache ``T_k`` counts the cached tokens too. Padded positions still get logits (their
-    rows are not meaningful); a padding position that sees no real token outputs zeros before the final norm.
+    the causal mask; with a cache ``T_k`` counts the cached tokens too. Padded positions still get logits, which
+    mean nothing. Positions count from the first column, padded or not (as Hugging Face's do when no
+    ``position_ids`` are given), so with right padding the real positions get exactly the unpadded logits.
     """
 
     def __init__(self, config: LMConfig):

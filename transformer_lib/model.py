@@ -130,7 +130,7 @@ class TransformerConfig:
 
     The options after ``positional`` default to the paper; they let the same model be MarianMT
     (``interop.from_huggingface``): ``activation``, ``scale_embeddings``, ``layer_norm_eps``, ``embedding_norm``
-    and ``sinusoid_layout`` (described in :mod:`transformer_lib.model`'s option table), ``output_bias`` (a bias
+    and ``sinusoid_layout`` (the option table at the top of ``model.py``), ``output_bias`` (a bias
     per target token on the output projection; Marian's ``final_logits_bias``) and ``num_decoder_layers`` (the
     decoder's depth when it differs from the encoder's ``num_layers``; ``None``: the same).
     """
