@@ -81,8 +81,10 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
     if c.pad_id is not None:
         if not is_int(c.pad_id):
-            raise TypeError(f"pad_id must be an int or None (no padding token), got {c.pad_id!r} of type "
-                            f"{type(c.pad_id).__name__}")
+            raise TypeError(
+                f"pad_id must be an int, got {c.pad_id!r} of type {type(c.pad_id).__name__} "
+                "(or None for a language model without a padding token)"
+            )
         smallest_vocab = min(vocab_sizes.values())
         if not 0 <= c.pad_id < smallest_vocab:
             sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
