@@ -112,6 +112,18 @@ def test_gpt2_cached_greedy_generation_equals_hugging_faces(gpt2):
     assert len(set(got[:, 4:].flatten().tolist())) > 2  # not one token repeated: the comparison has teeth
 
 
+def test_gpt2_with_an_untied_output_head_copies_it():
+    config = transformers.GPT2Config(
+        vocab_size=VOCAB, n_positions=16, n_embd=D_MODEL, n_layer=1, n_head=HEADS, tie_word_embeddings=False
+    )
+    theirs = redraw(transformers.GPT2LMHeadModel(config), seed=13)
+    ours = tl.from_huggingface(theirs)
+    assert not ours.config.tie_embeddings and torch.equal(ours.output.weight, theirs.lm_head.weight)
+    ids, _ = padded_batch(seed=14)
+    with torch.no_grad():
+        assert max_abs_diff(ours(ids), theirs(ids).logits) <= TOLERANCE
+
+
 # --- BERT -------------------------------------------------------------------------------------------------
 
 
