@@ -1,5 +1,9 @@
 """``tl.copy_from_torch``: after the copy, our modules compute exactly what PyTorch's compute."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from helpers import max_abs_diff
@@ -80,3 +84,33 @@ def test_other_pairs_and_mismatched_sizes_raise_type_error_and_copy_nothing(ours
     with pytest.raises(TypeError, match=named):
         tl.copy_from_torch(ours, theirs)
     assert all(torch.equal(before[name], p) for name, p in ours.state_dict().items())
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_a_gelu_encoder_layer_equals_pytorchs_gelu_layer(norm_first):
+    theirs = nn.TransformerEncoderLayer(
+        D_MODEL, HEADS, D_FF, dropout=0.0, activation="gelu", batch_first=True, norm_first=norm_first
+    )
+    ours = tl.EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first, activation="gelu")
+    tl.copy_from_torch(ours, theirs)
+    x = torch.randn(B, T_SRC, D_MODEL)
+    assert max_abs_diff(ours.eval()(x), theirs.eval()(x)) < 1e-5
+    with pytest.raises(TypeError, match="activations differ: ours 'relu', PyTorch's 'gelu'"):
+        tl.copy_from_torch(tl.EncoderLayer(D_MODEL, HEADS, D_FF, norm_first=norm_first), theirs)
+
+
+def test_transformer_lib_runs_without_transformers_and_says_what_to_install():
+    """``transformers`` is optional: importing the library never imports it, and from_huggingface without it
+    raises an ImportError naming the package (run in a fresh interpreter where the import fails)."""
+    code = (
+        "import sys; sys.modules['transformers'] = None\n"  # makes `import transformers` raise ImportError
+        "import transformer_lib as tl\n"
+        "assert tl.from_huggingface\n"
+        "try:\n"
+        "    tl.from_huggingface(object())\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    root = Path(__file__).resolve().parents[1]  # this checkout's transformer_lib
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert "need the optional package transformers (pip install transformers)" in result.stdout

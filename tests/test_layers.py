@@ -81,3 +81,69 @@ def test_positional_encoding_handles_odd_widths_and_names_max_len():
     assert tl.sinusoidal_encoding(7, 5).shape == (5, 7)  # (max_len, d_model)
     with pytest.raises(ValueError, match="exceed max_len=4"):
         tl.PositionalEncoding(8, max_len=4)(torch.zeros(1, 5, 8))
+
+
+# --- options for GPT-2, BERT and MarianMT (defaults: the paper) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "activation, formula",
+    [
+        ("relu", lambda h: h.clamp(min=0)),
+        ("gelu", lambda h: 0.5 * h * (1 + torch.erf(h / math.sqrt(2)))),
+        ("gelu_tanh", lambda h: 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))),
+        ("silu", lambda h: h * torch.sigmoid(h)),
+    ],
+)
+def test_feed_forward_activation_is_the_named_formula(activation, formula):
+    ffn = tl.PositionwiseFeedForward(8, 32, activation=activation)
+    x = torch.randn(2, 3, 8)
+    torch.testing.assert_close(ffn(x), ffn.linear2(formula(ffn.linear1(x))))
+
+
+def test_feed_forward_names_the_known_activations():
+    with pytest.raises(ValueError, match=r"activation must be one of \('relu', 'gelu', 'gelu_tanh', 'silu'\), got"):
+        tl.PositionwiseFeedForward(8, 32, activation="swish")
+
+
+def test_token_embedding_without_scale_returns_the_stored_rows():
+    embed = tl.TokenEmbedding(10, 16, scale=False)
+    tokens = torch.tensor([[1, 2, 3]])
+    assert torch.equal(embed(tokens), embed.weight[tokens])
+
+
+def test_no_padding_index_means_no_zero_row():
+    embed = tl.TokenEmbedding(10, 16, padding_idx=None)
+    assert embed.embedding.padding_idx is None and embed.weight.abs().sum(dim=1).min() > 0
+
+
+@pytest.mark.parametrize("d_model", [8, 9])
+def test_sinusoid_halves_layout_puts_every_sine_first(d_model):
+    interleaved = tl.sinusoidal_encoding(d_model, 20)  # (20, d_model)
+    halves = tl.sinusoidal_encoding(d_model, 20, layout="halves")
+    sines = (d_model + 1) // 2
+    assert torch.equal(halves[:, :sines], interleaved[:, 0::2])  # sin(pos * w_i), i = 0, 1, ...
+    assert torch.equal(halves[:, sines:], interleaved[:, 1::2])  # cos(pos * w_i)
+    with pytest.raises(ValueError, match=r"layout must be one of \('interleaved', 'halves'\), got layout='split'"):
+        tl.sinusoidal_encoding(d_model, 20, layout="split")
+
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_embedding_norm_normalises_token_plus_position_before_dropout(learned):
+    torch.manual_seed(0)
+    kind = tl.layers.LearnedPositionalEncoding if learned else tl.PositionalEncoding
+    plain, normed = kind(16, 20, dropout=0.0), kind(16, 20, dropout=0.0, norm=True, eps=1e-12)
+    normed.load_state_dict(plain.state_dict(), strict=False)  # the same table (learned) plus a fresh norm
+    assert plain.norm is None and normed.norm.eps == 1e-12
+    x = torch.randn(2, 5, 16)
+    torch.testing.assert_close(normed(x), normed.norm(plain(x)))
+    out = normed(x)
+    torch.testing.assert_close(out.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)  # LayerNorm's gain 1, shift 0
+    normed.train()
+    normed.dropout.p = 0.5
+    assert (normed(x) == 0).any()  # dropout still comes last
+
+
+def test_residual_sublayer_takes_its_norms_eps():
+    assert tl.ResidualSublayer(8, eps=1e-12).norm.eps == 1e-12
+    assert tl.ResidualSublayer(8).norm.eps == 1e-5  # nn.LayerNorm's, the default

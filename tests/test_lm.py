@@ -132,6 +132,138 @@ def test_config_rejects_bad_values():
         tiny_config(pad_id=23)
 
 
+# --- padding masks and the options GPT-2 and BERT need (defaults: the paper's block) ---------------------
+
+
+def test_decoder_only_padding_mask_leaves_the_real_positions_as_without_padding():
+    torch.manual_seed(0)
+    model = tl.DecoderOnlyLM(tiny_config(pad_id=None)).eval()
+    tokens = torch.randint(1, 23, (2, 6))
+    right = torch.cat([tokens, torch.randint(1, 23, (2, 3))], dim=1)  # 3 junk tokens after the text
+    real = torch.tensor([True] * 6 + [False] * 3)
+    mask = real.expand(2, 9)[:, None, None, :]  # (B, 1, 1, T): True = may attend
+    torch.testing.assert_close(model(right, mask=mask)[:, :6], model(tokens), atol=1e-5, rtol=1e-5)
+    left = torch.cat([torch.randint(1, 23, (2, 3)), tokens], dim=1)  # junk before the text: it must be hidden
+    left_mask = real.flip(0).expand(2, 9)[:, None, None, :]
+    unmasked, masked = model(left)[:, 3:], model(left, mask=left_mask)[:, 3:]
+    assert not torch.allclose(unmasked, masked)
+    # positions still count from the first column, as Hugging Face's do without position_ids
+    shifted = tl.DecoderOnlyLM(tiny_config(pad_id=None, positional="sinusoidal")).eval()
+    assert shifted(left, mask=left_mask).shape == (2, 9, 23)
+
+
+def test_decoder_only_padding_mask_with_a_cache_covers_the_cached_tokens():
+    torch.manual_seed(0)
+    model = tl.DecoderOnlyLM(tiny_config()).eval()
+    tokens = torch.randint(1, 23, (2, 7))
+    mask = torch.ones(2, 1, 1, 7, dtype=torch.bool)
+    mask[1, ..., :2] = False  # row 1 is left-padded by two
+    full = model(tokens, mask=mask)  # (B, T, V)
+    cache = model.new_cache()
+    steps = [model(tokens[:, : t + 1][:, cache.length :], cache=cache, mask=mask[..., : t + 1]) for t in range(7)]
+    torch.testing.assert_close(torch.cat(steps, dim=1)[:, 2:], full[:, 2:], atol=1e-5, rtol=1e-5)
+
+
+def test_padding_masks_of_the_wrong_shape_or_dtype_say_what_is_expected():
+    model = tl.DecoderOnlyLM(tiny_config())
+    tokens = torch.randint(1, 23, (2, 5))
+    with pytest.raises(ValueError, match=r"padding mask of shape \(B, 1, 1, T_k\) = \(2, 1, 1, 5\).*attention_mask"):
+        model(tokens, mask=torch.ones(2, 1, 5, 5, dtype=torch.bool))
+    with pytest.raises(TypeError, match="torch.bool"):
+        tl.MaskedLM(tiny_config())(tokens, mask=torch.ones(2, 1, 1, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match="dims"):
+        model(tokens, mask=torch.ones(2, 5, dtype=torch.bool))  # Hugging Face's (B, T) needs [:, None, None, :]
+
+
+def test_masked_lm_explicit_mask_replaces_the_pad_id_mask():
+    torch.manual_seed(0)
+    model = tl.MaskedLM(tiny_config(norm_first=False)).eval()
+    tokens = torch.randint(1, 23, (2, 8))
+    tokens[1, 5:] = 0
+    torch.testing.assert_close(model(tokens, mask=tl.padding_mask(tokens, 0)), model(tokens))
+    everything = torch.ones(2, 1, 1, 8, dtype=torch.bool)
+    assert not torch.allclose(model(tokens, mask=everything)[1, :5], model(tokens)[1, :5])
+
+
+def test_without_a_pad_id_no_token_is_padding():
+    torch.manual_seed(0)
+    model = tl.MaskedLM(tiny_config(norm_first=False, pad_id=None)).eval()
+    assert model.embed.embedding.padding_idx is None and model.embed.weight[0].abs().sum() > 0
+    tokens = torch.randint(1, 23, (2, 8))
+    tokens[:, -1] = 0  # token 0 is an ordinary token here
+    changed = tokens.clone()
+    changed[:, -1] = 1
+    assert not torch.allclose(model(tokens)[:, 0], model(changed)[:, 0])  # position 0 sees the last token
+
+
+def test_token_types_add_one_learned_vector_per_segment():
+    torch.manual_seed(0)
+    model = tl.MaskedLM(tiny_config(norm_first=False, type_vocab_size=2)).eval()
+    assert model.token_type_embed.weight.shape == (2, 16)
+    without = tl.MaskedLM(tiny_config(norm_first=False))
+    assert tl.count_parameters(model)["total"] == tl.count_parameters(without)["total"] + 2 * 16
+    tokens = torch.randint(1, 23, (2, 8))
+    zeros, segments = torch.zeros_like(tokens), (torch.arange(8) >= 4).long().expand(2, 8)
+    torch.testing.assert_close(model(tokens), model(tokens, token_types=zeros))  # BERT's default: segment 0
+    assert not torch.allclose(model(tokens), model(tokens, token_types=segments))
+    with pytest.raises(ValueError, match=r"token_types must lie in \[0, 2\) \(type_vocab_size\), got min=0, max=2"):
+        model(tokens, token_types=zeros + 2 * (segments == 1))
+    with pytest.raises(ValueError, match="no token-type embeddings"):
+        tl.MaskedLM(tiny_config())(tokens, token_types=zeros)
+    with pytest.raises(ValueError, match="belong to the masked model"):
+        tl.DecoderOnlyLM(tiny_config(type_vocab_size=2))
+
+
+def test_untied_output_head_is_a_matrix_of_its_own():
+    torch.manual_seed(0)
+    tied, untied = tl.DecoderOnlyLM(tiny_config()), tl.DecoderOnlyLM(tiny_config(tie_embeddings=False))
+    assert tied.output is None and untied.output.weight.data_ptr() != untied.embed.weight.data_ptr()
+    assert tl.count_parameters(untied)["total"] == tl.count_parameters(tied)["total"] + 23 * 16
+    tokens = torch.randint(1, 23, (2, 5))
+    hidden = untied.hidden_states(tokens, tl.causal_mask(5))
+    torch.testing.assert_close(untied(tokens), hidden @ untied.output.weight.T)
+
+
+def test_lm_options_reach_their_layers_and_print_only_when_set():
+    config = tiny_config(activation="gelu_tanh", layer_norm_eps=1e-12, attention_dropout=0.1, scale_embeddings=False)
+    model = tl.MaskedLM(config.replace(embedding_norm=True))
+    assert {m.activation for m in model.modules() if isinstance(m, tl.PositionwiseFeedForward)} == {"gelu_tanh"}
+    assert {m.eps for m in model.modules() if isinstance(m, tl.LayerNorm)} == {1e-12}  # head and embedding too
+    assert {m.dropout.p for m in model.modules() if isinstance(m, tl.MultiHeadAttention)} == {0.1}
+    assert model.embed.scale == 1.0
+    assert repr(LMConfig.cpu_char(101)) == (
+        "LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, dropout=0.0, max_len=128, "
+        "positional='learned', norm_first=True, pad_id=0)"
+    )  # notebook 11 prints this
+    options = "activation='gelu_tanh', scale_embeddings=False, layer_norm_eps=1e-12, attention_dropout=0.1)"
+    assert repr(config).endswith(options)
+
+
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"activation": "tanh"}, ValueError, "activation must be one of"),
+        ({"type_vocab_size": -1}, ValueError, "type_vocab_size must be an int >= 0"),
+        ({"tie_embeddings": "no"}, TypeError, "tie_embeddings must be True or False"),
+        ({"pad_id": 1.5}, TypeError, r"pad_id must be an int, got 1.5 of type float \(or None for a language"),
+        ({"layer_norm_eps": -1e-5}, ValueError, "layer_norm_eps must be > 0"),
+    ],
+)
+def test_bad_lm_option_values_are_named_with_what_was_expected(options, error, message):
+    with pytest.raises(error, match=message):
+        tiny_config(**options)
+
+
+def test_bert_base_with_berts_switches_has_the_released_parameter_count():
+    bert = LMConfig.bert_base().replace(
+        embedding_norm=True, type_vocab_size=2, scale_embeddings=False, layer_norm_eps=1e-12, activation="gelu"
+    )
+    with torch.device("meta"):
+        model = tl.MaskedLM(bert)
+    # the 3,072 that bert_base() lacks are the token-type embedding (2 x 768) and the embedding LayerNorm
+    assert tl.count_parameters(model)["total"] == 109_514_298
+
+
 # --- the corpus -------------------------------------------------------------------------------------------
 
 

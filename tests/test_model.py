@@ -149,3 +149,75 @@ def test_learned_positions_train_and_decode_with_a_cache():
 def test_config_refuses_an_unknown_positional_kind():
     with pytest.raises(ValueError, match="positional='rotary'"):
         tl.TransformerConfig(10, 10, positional="rotary")
+
+
+# --- options (interop.from_huggingface turns them on for MarianMT; the defaults are the paper's) -----------
+
+
+def tiny(**options) -> tl.TransformerConfig:
+    return tl.TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=FF, num_layers=2, dropout=0.0, **options)
+
+
+def test_a_config_prints_its_options_only_when_they_are_set():
+    assert repr(tiny()) == (
+        "TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=32, num_heads=4, d_ff=64, num_layers=2, "
+        "dropout=0.0, attention_dropout=0.0, label_smoothing=0.1, norm_first=False, share_embeddings=True, "
+        "max_len=5000, pad_id=0, positional='sinusoidal')"
+    )  # as before the options existed: the notebooks print configs
+    assert repr(tiny(activation="silu", num_decoder_layers=3)).endswith(
+        "positional='sinusoidal', activation='silu', num_decoder_layers=3)"
+    )
+
+
+def test_options_reach_every_layer_they_name():
+    model = tl.Transformer(tiny(activation="gelu", layer_norm_eps=1e-6, scale_embeddings=False, embedding_norm=True))
+    feed_forwards = [m for m in model.modules() if isinstance(m, tl.PositionwiseFeedForward)]
+    assert len(feed_forwards) == 4 and {m.activation for m in feed_forwards} == {"gelu"}
+    norms = [m for m in model.modules() if isinstance(m, tl.LayerNorm)]
+    assert len(norms) == 2 * 2 + 2 * 3 + 1 and {m.eps for m in norms} == {1e-6}  # + the embedding norm
+    assert model.src_embed.scale == 1.0 and model.positions.norm is not None
+
+
+def test_separate_decoder_depth_builds_caches_for_it_and_decodes_the_same_with_them():
+    model = tl.Transformer(tiny(num_decoder_layers=3)).eval()
+    assert (len(model.encoder.layers), len(model.decoder.layers), model.config.decoder_layers) == (2, 3, 3)
+    src, tgt = torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5))
+    memory, src_mask = model.encode(src), model.source_mask(src)
+    full = model.decode(tgt, memory, src_mask)  # (B, T_tgt, d_model)
+    cache = model.new_cache()
+    assert len(cache.self_attn) == 3
+    steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(5)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+    assert tiny().decoder_layers == 2  # None: the paper's one N
+
+
+def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
+    biased = tl.Transformer(tiny(output_bias=True)).eval()
+    assert biased.output_projection.bias.shape == (20,) and not biased.output_projection.bias.any()
+    assert model.output_projection.bias is None  # the paper: no bias, tied weights
+    assert tl.count_parameters(biased)["total"] == tl.count_parameters(model)["total"] + 20
+    src, tgt = torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5))
+    before = biased(src, tgt)
+    with torch.no_grad():
+        biased.output_projection.bias.fill_(0.5)
+    torch.testing.assert_close(biased(src, tgt), before + 0.5)
+
+
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"activation": "swish"}, ValueError, r"activation must be one of \('relu', 'gelu', 'gelu_tanh', 'silu'\)"),
+        ({"sinusoid_layout": "split"}, ValueError, "sinusoid_layout must be one of"),
+        ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be > 0, got layer_norm_eps=0.0"),
+        ({"layer_norm_eps": "1e-5"}, TypeError, "layer_norm_eps must be a float > 0"),
+        ({"scale_embeddings": 1}, TypeError, "scale_embeddings must be True or False, got 1"),
+        ({"embedding_norm": "yes"}, TypeError, "embedding_norm must be True or False"),
+        ({"output_bias": None}, TypeError, "output_bias must be True or False"),
+        ({"num_decoder_layers": 0}, ValueError, "num_decoder_layers must be >= 1"),
+        ({"attention_dropout": 1.0}, ValueError, r"attention_dropout must lie in \[0, 1\)"),
+        ({"pad_id": None}, ValueError, "pad_id=None is for the language models"),
+    ],
+)
+def test_bad_option_values_are_named_with_what_was_expected(options, error, message):
+    with pytest.raises(error, match=message):
+        tiny(**options)

@@ -5,14 +5,14 @@ the names that the notebooks, the solutions and the README use; everything else 
 ``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.shapes.ShapeTrace``.
 """
 
-from . import lm
+from . import interop, lm
 from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
 from .capture import capture_attention
 from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
 from .decoder import DecoderLayer
 from .encoder import Encoder, EncoderLayer
-from .interop import copy_from_torch
+from .interop import copy_from_torch, from_huggingface
 from .layers import (
     LayerNorm,
     PositionalEncoding,

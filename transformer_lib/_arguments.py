@@ -6,7 +6,7 @@ Integers and reals are the abstract ones (:mod:`numbers`), so NumPy scalars from
 
 import numbers
 
-__all__ = ["check_positive_ints", "check_probability", "is_int"]
+__all__ = ["check_positive_ints", "check_probability", "check_choice", "check_positive_real", "is_int"]
 
 
 def is_int(value: object) -> bool:
@@ -30,3 +30,18 @@ def check_probability(**values: object) -> None:
             raise TypeError(f"{name} must be a float in [0, 1), got {value!r} of type {type(value).__name__}")
         if not 0.0 <= value < 1.0:
             raise ValueError(f"{name} must lie in [0, 1), got {name}={value}")
+
+
+def check_choice(name: str, value: object, choices: tuple) -> None:
+    """Raise a ValueError naming ``name``, its value and the allowed ``choices`` unless ``value`` is one of them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
+
+
+def check_positive_real(**values: object) -> None:
+    """Raise a TypeError (not a real number) or ValueError (not > 0) naming the first argument that fails."""
+    for name, value in values.items():
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            raise TypeError(f"{name} must be a float > 0, got {value!r} of type {type(value).__name__}")
+        if not value > 0:  # also refuses NaN
+            raise ValueError(f"{name} must be > 0, got {name}={value}")

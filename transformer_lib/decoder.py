@@ -44,14 +44,16 @@ class DecoderLayer(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
-        self.residual_self = ResidualSublayer(d_model, dropout, norm_first)
-        self.residual_cross = ResidualSublayer(d_model, dropout, norm_first)
-        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
+        self.residual_self = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
+        self.residual_cross = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
+        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
 
     def forward(
         self,

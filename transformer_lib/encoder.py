@@ -18,6 +18,8 @@ class EncoderLayer(nn.Module):
         dropout: ``P_drop`` on each sublayer's output.
         attention_dropout: dropout on the attention weights (not in the paper; 0 by default).
         norm_first: pre-LN instead of the paper's post-LN.
+        activation: the feed-forward nonlinearity, a name from :data:`~transformer_lib.layers.ACTIVATIONS`.
+        layer_norm_eps: ``eps`` of both LayerNorms.
     """
 
     def __init__(
@@ -28,12 +30,14 @@ class EncoderLayer(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
     ):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff)
-        self.residual_attn = ResidualSublayer(d_model, dropout, norm_first)
-        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
+        self.residual_attn = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
+        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
         """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``.
@@ -60,14 +64,17 @@ class LayerStack(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
     ):
         super().__init__()
         check_positive_ints(num_layers=num_layers)
+        options = dict(activation=activation, layer_norm_eps=layer_norm_eps)
         self.layers = nn.ModuleList(
-            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first)
+            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first, **options)
             for _ in range(num_layers)
         )
-        self.final_norm = LayerNorm(d_model) if norm_first else nn.Identity()
+        self.final_norm = LayerNorm(d_model, layer_norm_eps) if norm_first else nn.Identity()
 
 
 class Encoder(LayerStack):

@@ -1,13 +1,20 @@
 """The pieces every Transformer layer is made of: LayerNorm, the feed-forward network, the residual sublayer,
-token embeddings, and positional encodings (the paper's fixed sinusoids, or learned position vectors)."""
+token embeddings, and positional encodings (the paper's fixed sinusoids, or learned position vectors).
 
+Each piece is the paper's by default; the options that published descendants changed (GPT-2's GELU, BERT's
+unscaled embeddings and embedding LayerNorm, Marian's sinusoid layout) are arguments here, so that the models
+read one config field each and the same blocks compute GPT-2, BERT and MarianMT (``interop.from_huggingface``).
+"""
+
+import functools
 import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import check_positive_ints
+from ._arguments import check_choice, check_positive_ints
 
 __all__ = [
     "LayerNorm",
@@ -17,7 +24,22 @@ __all__ = [
     "PositionalEncoding",
     "LearnedPositionalEncoding",
     "sinusoidal_encoding",
+    "ACTIVATIONS",
+    "SINUSOID_LAYOUTS",
 ]
+
+# The feed-forward network's nonlinearity, by name (``TransformerConfig.activation``, ``LMConfig.activation``):
+# "relu" is the paper's max(0, x); "gelu" is x * Phi(x) (BERT); "gelu_tanh" is GELU's tanh approximation (GPT-2,
+# Hugging Face's "gelu_new"); "silu" is x * sigmoid(x), also called swish (MarianMT's opus-mt models).
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": torch.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+    "silu": F.silu,
+}
+
+# Where the sines and cosines of one frequency sit in the sinusoidal table (see sinusoidal_encoding).
+SINUSOID_LAYOUTS = ("interleaved", "halves")
 
 
 class LayerNorm(nn.Module):
@@ -29,7 +51,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.eps = eps
+        self.eps = eps  # 1e-5 as nn.LayerNorm and GPT-2; BERT uses 1e-12
         self.weight = nn.Parameter(torch.ones(d_model))  # the gain, gamma
         self.bias = nn.Parameter(torch.zeros(d_model))  # the shift, beta
 
@@ -45,16 +67,21 @@ class PositionwiseFeedForward(nn.Module):
 
     ``d_model -> d_ff -> d_model``; the layer names match ``nn.TransformerEncoderLayer`` (``linear1``,
     ``linear2``). The paper applies dropout only to sublayer outputs, so there is none inside.
+    ``activation`` names the nonlinearity in place of ``max(0, .)``: one of :data:`ACTIVATIONS` ("relu", the
+    paper's, by default; "gelu" for BERT, "gelu_tanh" for GPT-2, "silu" for MarianMT).
     """
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu"):
         super().__init__()
+        check_choice("activation", activation, tuple(ACTIVATIONS))
+        self.activation = activation
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_width(x, self.linear1.in_features, "PositionwiseFeedForward")
-        return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_ff) -> (B, T, d_model)
+        hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (B, T, d_ff)
+        return self.linear2(hidden)  # (B, T, d_model)
 
 
 class ResidualSublayer(nn.Module):
@@ -65,9 +92,9 @@ class ResidualSublayer(nn.Module):
     from input to output, which is why deep modern models train more easily with it (no warmup needed).
     """
 
-    def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False):
+    def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
         super().__init__()
-        self.norm = LayerNorm(d_model)
+        self.norm = LayerNorm(d_model, eps)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -89,16 +116,18 @@ class TokenEmbedding(nn.Module):
     The matrix starts with entries of std ``d_model**-0.5``, the right size for the output projection it is
     tied to; the ``sqrt(d_model)`` scale brings embedded vectors back to entries of size about 1, the size of
     the positional encodings, so positions neither drown the tokens nor vanish next to them.
+    ``scale=False`` returns the rows as stored (GPT-2 and BERT, whose trained rows are already the size of
+    their position vectors). ``padding_idx`` is a row that starts at zero (``None``: no padding token).
     """
 
-    def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
+    def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None, scale: bool = True):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
         nn.init.normal_(self.embedding.weight, std=d_model**-0.5)
         if padding_idx is not None:
             with torch.no_grad():
                 self.embedding.weight[padding_idx].zero_()
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
 
     @property
     def weight(self) -> nn.Parameter:
@@ -120,7 +149,7 @@ class TokenEmbedding(nn.Module):
         return self.embedding(tokens) * self.scale  # (B, T, d_model)
 
 
-def sinusoidal_encoding(d_model: int, max_len: int) -> torch.Tensor:
+def sinusoidal_encoding(d_model: int, max_len: int, layout: str = "interleaved") -> torch.Tensor:
     """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] = cos(...)``.
 
     Each pair of features ``(2i, 2i+1)`` turns at its own frequency ``w_i = 10000^(-2i/d_model)``, from one
@@ -128,37 +157,76 @@ def sinusoidal_encoding(d_model: int, max_len: int) -> torch.Tensor:
     d_model), just under the paper's bound 10000*2*pi; so ``PE[pos + k]`` is ``PE[pos]`` rotated by ``k * w_i``
     in each pair, a fixed linear map that, the paper hypothesised, attention can learn to use for relative positions.
     The arguments come in the order of :class:`PositionalEncoding`: width first, then length.
+
+    ``layout`` places the same numbers in another column order: ``"interleaved"`` (above; the paper's formula)
+    or ``"halves"``: every sine first, then every cosine, ``PE[pos, i] = sin(pos * w_i)`` and
+    ``PE[pos, ceil(d_model/2) + i] = cos(pos * w_i)`` (tensor2tensor, fairseq and MarianMT)::
+
+        interleaved: sin w0 | cos w0 | sin w1 | cos w1 | ...      halves: sin w0 | sin w1 | ... | cos w0 | cos w1 | ...
+
+    Attention cannot tell the two apart (a fixed permutation of features), but weights trained on one layout
+    need that layout.
     """
     check_positive_ints(d_model=d_model, max_len=max_len)
+    check_choice("layout", layout, SINUSOID_LAYOUTS)
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
     frequency = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     angles = position * frequency  # (max_len, ceil(d_model / 2))
     pe = torch.zeros(max_len, d_model)
+    if layout == "halves":
+        pe[:, : angles.size(1)] = torch.sin(angles)
+        pe[:, angles.size(1) :] = torch.cos(angles[:, : d_model // 2])
+        return pe  # (max_len, d_model)
     pe[:, 0::2] = torch.sin(angles)
     pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])
     return pe  # (max_len, d_model)
 
 
-class PositionalEncoding(nn.Module):
+class _AddPositions(nn.Module):
+    """What both position modules share: after the position vectors are added, an optional LayerNorm of the sum
+    (``norm=True``: BERT's embedding LayerNorm, with ``eps``), then dropout. Subclasses build their table first,
+    then call :meth:`_add_norm_and_dropout` (so the printed module lists the table first, as it always did)."""
+
+    def _add_norm_and_dropout(self, d_model: int, dropout: float, norm: bool, eps: float) -> None:
+        self.dropout = nn.Dropout(dropout)
+        self.norm = LayerNorm(d_model, eps) if norm else None
+
+    def _finish(self, x: torch.Tensor) -> torch.Tensor:
+        if self.norm is not None:
+            x = self.norm(x)  # (B, T, d_model)
+        return self.dropout(x)  # (B, T, d_model)
+
+
+class PositionalEncoding(_AddPositions):
     """Add sinusoidal position vectors along the **sequence** axis, then dropout (paper §3.5 and §5.4).
 
     The encodings are a buffer ``(1, max_len, d_model)``: the leading 1 broadcasts over the batch, so every
     sequence gets the same position vectors. (Adding a ``(max_len, 1, d_model)`` table to batch-first input
     gives each *sequence* one position instead: a common silent bug, notebook 03.)
+    ``layout``: the column order of :func:`sinusoidal_encoding`. ``norm=True`` adds a LayerNorm (``eps``) of
+    the sum before the dropout, as BERT normalises its embeddings.
     """
 
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+    def __init__(
+        self,
+        d_model: int,
+        max_len: int = 5000,
+        dropout: float = 0.1,
+        layout: str = "interleaved",
+        norm: bool = False,
+        eps: float = 1e-5,
+    ):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_encoding(d_model, max_len)[None], persistent=False)
+        self.register_buffer("pe", sinusoidal_encoding(d_model, max_len, layout)[None], persistent=False)
+        self._add_norm_and_dropout(d_model, dropout, norm, eps)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``x (B, T, d_model)`` -> ``x + PE[start : start + T]``; ``start`` > 0 when decoding step by step."""
         rows = _position_rows(x, start, self.pe.size(1), self.pe.size(2), type(self).__name__)
-        return self.dropout(x + self.pe[:, rows])  # (B, T, d_model)
+        return self._finish(x + self.pe[:, rows])  # (B, T, d_model)
 
 
-class LearnedPositionalEncoding(nn.Module):
+class LearnedPositionalEncoding(_AddPositions):
     """Add a learned vector per position along the sequence axis, then dropout: ``nn.Embedding(max_len, d_model)``.
 
     The paper's alternative to sinusoids (§3.5, Table 3 row E: "nearly identical results"). Same interface as
@@ -166,20 +234,21 @@ class LearnedPositionalEncoding(nn.Module):
     (``TransformerConfig(positional="learned")``). The vectors start as Gaussian noise with the sinusoids'
     root-mean-square ``1/sqrt(2)``, so at the start the two differ in what the vectors say, not in their size.
     Positions beyond ``max_len`` have no vector: unlike sinusoids, learned positions cannot extrapolate.
+    ``norm=True``: a LayerNorm of the sum before the dropout, as in :class:`PositionalEncoding` (BERT).
     """
 
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1, norm: bool = False, eps: float = 1e-5):
         super().__init__()
         check_positive_ints(d_model=d_model, max_len=max_len)
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=2**-0.5)
-        self.dropout = nn.Dropout(dropout)
+        self._add_norm_and_dropout(d_model, dropout, norm, eps)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``x (B, T, d_model)`` -> ``x + P[start : start + T]``, the rows of the learned table ``P``."""
         max_len, d_model = self.embedding.weight.shape
         rows = _position_rows(x, start, max_len, d_model, type(self).__name__)
-        return self.dropout(x + self.embedding.weight[rows][None])  # (B, T, d_model)
+        return self._finish(x + self.embedding.weight[rows][None])  # (B, T, d_model)
 
 
 def _check_width(x: torch.Tensor, d_model: int, owner: str) -> None:

@@ -19,11 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._arguments import is_int
 from .attention import KVCache
 from .encoder import Encoder
-from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
-from .masks import causal_mask, padding_mask
-from .model import check_config, init_projections
+from .layers import LayerNorm, TokenEmbedding
+from .masks import causal_mask, check_mask, padding_mask
+from .model import check_config, config_repr, init_projections, make_positions, option
 from .train import Trainer
 
 __all__ = [
@@ -49,7 +50,15 @@ class LMConfig:
     """Sizes and options of a :class:`DecoderOnlyLM` or :class:`MaskedLM` (NOTATION.md for the symbols).
 
     ``positional``: ``"learned"`` (GPT-2, BERT) or ``"sinusoidal"`` (the paper). ``norm_first``: pre-LN
-    (GPT-2) or post-LN (BERT, the paper). The output projection is always tied to the token embedding.
+    (GPT-2) or post-LN (BERT, the paper). ``pad_id=None``: no padding token (GPT-2 has none; with an int, that
+    embedding row starts at zero and :class:`MaskedLM` hides that token from attention unless given a mask).
+
+    The options after ``pad_id`` default to the paper's block and make the same models GPT-2 and BERT
+    (``interop.from_huggingface``): ``activation``, ``scale_embeddings``, ``layer_norm_eps``,
+    ``embedding_norm``, ``sinusoid_layout`` and ``attention_dropout`` as in :class:`TransformerConfig`;
+    ``type_vocab_size`` (BERT's token-type, or segment, embeddings: that many rows, added to the token vectors;
+    0: none) and ``tie_embeddings`` (True: the output projection is the token embedding's matrix, as in the
+    paper, GPT-2 and BERT; False: a matrix of its own).
     """
 
     vocab_size: int
@@ -61,10 +70,30 @@ class LMConfig:
     max_len: int = 1024
     positional: str = "learned"
     norm_first: bool = True
-    pad_id: int = 0
+    pad_id: int | None = 0
+    activation: str = option("relu")
+    scale_embeddings: bool = option(True)
+    layer_norm_eps: float = option(1e-5)
+    embedding_norm: bool = option(False)
+    sinusoid_layout: str = option("interleaved")
+    attention_dropout: float = option(0.0)
+    type_vocab_size: int = option(0)
+    tie_embeddings: bool = option(True)
+
+    __repr__ = config_repr
 
     def __post_init__(self):
-        check_config(self, {"vocab_size": self.vocab_size}, probabilities=("dropout",), flags=("norm_first",))
+        check_config(
+            self,
+            {"vocab_size": self.vocab_size},
+            probabilities=("dropout", "attention_dropout"),
+            flags=("norm_first", "tie_embeddings"),
+        )
+        if not is_int(self.type_vocab_size) or self.type_vocab_size < 0:
+            raise ValueError(
+                f"type_vocab_size must be an int >= 0 (0: no token-type embeddings; BERT: 2), "
+                f"got type_vocab_size={self.type_vocab_size!r}"
+            )
 
     def replace(self, **changes) -> "LMConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""
@@ -126,16 +155,34 @@ class LMCache:
 
 
 class _EncoderStackLM(nn.Module):
-    """What both models share: embeddings, positions, a stack of encoder layers, and the tied output."""
+    """What both models share: embeddings, positions, a stack of encoder layers, and the output projection."""
 
     def __init__(self, config: LMConfig):
         super().__init__()
         self.config = c = config
-        self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
-        positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
-        self.positions = positions(c.d_model, c.max_len, c.dropout)
-        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, dropout=c.dropout, norm_first=c.norm_first)
+        self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id, scale=c.scale_embeddings)
+        self.positions = make_positions(c)
+        self.blocks = Encoder(
+            c.num_layers,
+            c.d_model,
+            c.num_heads,
+            c.d_ff,
+            dropout=c.dropout,
+            attention_dropout=c.attention_dropout,
+            norm_first=c.norm_first,
+            activation=c.activation,
+            layer_norm_eps=c.layer_norm_eps,
+        )
         init_projections(self)
+        # Options (None when off, so a default model has exactly the modules and parameters it always had):
+        self.token_type_embed = None  # BERT's segment embeddings, added to the token vectors
+        if c.type_vocab_size:
+            self.token_type_embed = nn.Embedding(c.type_vocab_size, c.d_model)
+            nn.init.normal_(self.token_type_embed.weight, std=c.d_model**-0.5)  # the size of an unscaled token row
+        self.output = None  # an untied output projection; tied, the logits read the token embedding
+        if not c.tie_embeddings:
+            self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
+            nn.init.xavier_uniform_(self.output.weight)
 
     def _check_tokens(self, tokens: torch.Tensor, start: int = 0) -> None:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
@@ -147,12 +194,36 @@ class _EncoderStackLM(nn.Module):
                 "use a shorter input or a config with a larger max_len"
             )
 
+    @staticmethod
+    def _check_padding_mask(mask: torch.Tensor, tokens: torch.Tensor, key_length: int) -> None:
+        """A padding mask must be bool ``(B, 1, 1, T_k)``, True at real tokens, one row per sequence."""
+        expected = (tokens.size(0), 1, 1, key_length)
+        right_kind = isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 4
+        if not right_kind:
+            check_mask(mask, expected, device=tokens.device)  # names the wrong type, dtype or rank
+        if tuple(mask.shape) != expected:
+            raise ValueError(
+                f"mask must be a padding mask of shape (B, 1, 1, T_k) = {expected}, True at real tokens, got "
+                f"{tuple(mask.shape)}; make it with tl.padding_mask(tokens, pad_id), or from Hugging Face's "
+                "attention_mask (B, T) with attention_mask.bool()[:, None, None, :]"
+            )
+        check_mask(mask, expected, device=tokens.device)  # the device
+
     def hidden_states(
-        self, tokens: torch.Tensor, mask: torch.Tensor | None, cache: LMCache | None = None
+        self,
+        tokens: torch.Tensor,
+        mask: torch.Tensor | None,
+        cache: LMCache | None = None,
+        token_types: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``tokens (B, T)`` -> ``(B, T, d_model)``: embed, add positions, run every block (then the final norm)."""
+        """``tokens (B, T)`` -> ``(B, T, d_model)``: embed (plus token types, if the model has them), add
+        positions, run every block (then the final norm)."""
         start = cache.length if cache is not None else 0
-        x = self.positions(self.embed(tokens), start=start)  # (B, T, d_model)
+        x = self.embed(tokens)  # (B, T, d_model)
+        if self.token_type_embed is not None:
+            types = torch.zeros_like(tokens) if token_types is None else token_types  # (B, T): BERT's default 0
+            x = x + self.token_type_embed(types)  # (B, T, d_model)
+        x = self.positions(x, start=start)  # (B, T, d_model)
         for i, layer in enumerate(self.blocks.layers):
             x = layer(x, mask, cache=cache.layers[i] if cache is not None else None)  # (B, T, d_model)
         if cache is not None:
@@ -160,8 +231,11 @@ class _EncoderStackLM(nn.Module):
         return self.blocks.final_norm(x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """``(B, T, d_model)`` -> ``(B, T, V)`` through the transposed token embedding (tied weights)."""
-        return hidden @ self.embed.weight.T
+        """``(B, T, d_model)`` -> ``(B, T, V)`` through the transposed token embedding (tied weights), or the
+        model's own output matrix with ``tie_embeddings=False``."""
+        if self.output is not None:
+            return self.output(hidden)  # (B, T, V)
+        return hidden @ self.embed.weight.T  # (B, T, V)
 
 
 class DecoderOnlyLM(_EncoderStackLM):
@@ -169,13 +243,30 @@ class DecoderOnlyLM(_EncoderStackLM):
 
     The logits at position ``t`` predict token ``t + 1`` from tokens ``<= t`` only. With a ``cache`` (see
     :meth:`new_cache`) ``tokens`` holds only the newest tokens; they sit after the cached ones and see them all.
+    ``mask``: an optional padding mask, bool ``(B, 1, 1, T_k)``, True = may attend (a real token), combined with
+    the causal mask; with a cache ``T_k`` counts the cached tokens too. Padded positions still get logits, which
+    mean nothing. Positions count from the first column, padded or not (as Hugging Face's do when no
+    ``position_ids`` are given), so with right padding the real positions get exactly the unpadded logits.
     """
 
-    def forward(self, tokens: torch.Tensor, cache: LMCache | None = None) -> torch.Tensor:
+    def __init__(self, config: LMConfig):
+        if config.type_vocab_size:
+            raise ValueError(
+                f"type_vocab_size={config.type_vocab_size}: token-type embeddings belong to the masked model "
+                "(MaskedLM, BERT); a DecoderOnlyLM has none (type_vocab_size=0)"
+            )
+        super().__init__(config)
+
+    def forward(
+        self, tokens: torch.Tensor, cache: LMCache | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         start = cache.length if cache is not None else 0
         self._check_tokens(tokens, start)
-        mask = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)  # (1, 1, T, start + T)
-        return self.logits(self.hidden_states(tokens, mask, cache))  # (B, T, V)
+        attend = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)  # (1, 1, T, start + T)
+        if mask is not None:
+            self._check_padding_mask(mask, tokens, start + tokens.size(1))
+            attend = attend & mask  # (B, 1, T, start + T)
+        return self.logits(self.hidden_states(tokens, attend, cache))  # (B, T, V)
 
     def new_cache(self) -> LMCache:
         return LMCache([KVCache() for _ in self.blocks.layers])
@@ -184,29 +275,52 @@ class DecoderOnlyLM(_EncoderStackLM):
 class MaskedLM(_EncoderStackLM):
     """BERT: the bidirectional encoder and a prediction head; ``forward(tokens (B, T)) -> logits (B, T, V)``.
 
-    Every position sees every other real (non-pad) token. The head is BERT's: a dense layer with GELU and a
-    LayerNorm, then the tied output projection with a bias of its own.
+    Every position sees every other real token: ``mask`` (bool ``(B, 1, 1, T)``, True = may attend) says which
+    are real; without it, every token except ``pad_id`` (every token, when ``pad_id`` is None). ``token_types``
+    ``(B, T)``: each token's segment, for a model with ``type_vocab_size > 0`` (default: all 0, as in BERT).
+    The head is BERT's: a dense layer with GELU and a LayerNorm, then the output projection with a bias of its own.
     """
 
     def __init__(self, config: LMConfig):
         super().__init__(config)
-        self.head = MaskedLMHead(config.d_model, config.vocab_size)
+        self.head = MaskedLMHead(config.d_model, config.vocab_size, config.layer_norm_eps)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, tokens: torch.Tensor, mask: torch.Tensor | None = None, token_types: torch.Tensor | None = None
+    ) -> torch.Tensor:
         self._check_tokens(tokens)
-        mask = padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T)
-        hidden = self.head(self.hidden_states(tokens, mask))  # (B, T, d_model)
+        if mask is not None:
+            self._check_padding_mask(mask, tokens, tokens.size(1))
+        elif self.config.pad_id is not None:
+            mask = padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T)
+        if token_types is not None:
+            self._check_token_types(token_types, tokens)
+        hidden = self.head(self.hidden_states(tokens, mask, token_types=token_types))  # (B, T, d_model)
         return self.logits(hidden) + self.head.output_bias  # (B, T, V)
+
+    def _check_token_types(self, token_types: torch.Tensor, tokens: torch.Tensor) -> None:
+        size = self.config.type_vocab_size
+        if not size:
+            raise ValueError("token_types given, but this model has no token-type embeddings (type_vocab_size=0)")
+        if not isinstance(token_types, torch.Tensor) or token_types.shape != tokens.shape:
+            got = tuple(token_types.shape) if isinstance(token_types, torch.Tensor) else type(token_types).__name__
+            raise ValueError(f"token_types must be (B, T) = {tuple(tokens.shape)} like the tokens, got {got}")
+        if token_types.is_floating_point() or token_types.dtype == torch.bool:
+            raise TypeError(f"token_types must be integer ids, got dtype {token_types.dtype}")
+        low, high = torch.stack(torch.aminmax(token_types)).tolist()
+        if low < 0 or high >= size:
+            raise ValueError(f"token_types must lie in [0, {size}) (type_vocab_size), got min={low}, max={high}")
 
 
 class MaskedLMHead(nn.Module):
-    """BERT's prediction head before the tied output projection: ``LayerNorm(GELU(x W + b))``, plus the bias
-    that the output projection adds to each vocabulary entry (the projection's matrix is the embedding's)."""
+    """BERT's prediction head before the output projection: ``LayerNorm(GELU(x W + b))`` (GELU whatever the
+    blocks use: BERT's head uses its ``hidden_act``, which is GELU), plus the bias that the output projection
+    adds to each vocabulary entry (the projection's matrix is the embedding's when tied)."""
 
-    def __init__(self, d_model: int, vocab_size: int):
+    def __init__(self, d_model: int, vocab_size: int, eps: float = 1e-5):
         super().__init__()
         self.dense = nn.Linear(d_model, d_model)
-        self.norm = LayerNorm(d_model)
+        self.norm = LayerNorm(d_model, eps)
         self.output_bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:

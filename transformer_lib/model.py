@@ -2,20 +2,57 @@
 
 import dataclasses
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from ._arguments import check_positive_ints, check_probability, is_int
+from ._arguments import check_choice, check_positive_ints, check_positive_real, check_probability, is_int
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
-from .layers import LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
+from .layers import ACTIVATIONS, SINUSOID_LAYOUTS, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, padding_mask
 
-__all__ = ["check_config", "init_projections", "TransformerConfig", "Transformer", "count_parameters"]
+__all__ = [
+    "check_config",
+    "config_repr",
+    "make_positions",
+    "init_projections",
+    "TransformerConfig",
+    "Transformer",
+    "count_parameters",
+]
 
 POSITIONAL_KINDS = ("sinusoidal", "learned")
+
+# The options every model config has besides its sizes, with the paper's choice as the default. They are
+# declared with ``option()`` (repr=False): a config prints them only when they differ from the paper's (see
+# ``config_repr``), so a config made without them prints as it always did.
+#   activation        "relu" (paper) | "gelu" (BERT) | "gelu_tanh" (GPT-2) | "silu" (MarianMT)   -> layers.ACTIVATIONS
+#   scale_embeddings  True: token vectors times sqrt(d_model) (paper §3.4); False: GPT-2, BERT    -> TokenEmbedding
+#   layer_norm_eps    1e-5 (nn.LayerNorm, GPT-2, Marian); 1e-12 (BERT)                           -> every LayerNorm
+#   embedding_norm    False; True: LayerNorm(token + position) before the dropout (BERT)         -> positions
+#   sinusoid_layout   "interleaved" (paper formula) | "halves" (sines, then cosines: MarianMT)  -> sinusoidal_encoding
+#   attention_dropout 0.0 (paper); dropout on the attention weights (GPT-2, BERT, Marian: 0.1)   -> MultiHeadAttention
+
+
+def option(default):
+    """A config field for one of the options above: kept out of the printed config while it is the default."""
+    return field(default=default, repr=False)
+
+
+def config_repr(config) -> str:
+    """``Name(field=value, ...)``: every size and paper field, then the options that differ from their default.
+
+    Configs made with the paper's choices print exactly as before the options existed (the notebooks show them);
+    a GPT-2 config prints ``..., activation='gelu_tanh', scale_embeddings=False, ...`` after the usual fields.
+    """
+    shown = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.repr or value != f.default:
+            shown.append(f"{f.name}={value!r}")
+    return f"{type(config).__name__}({', '.join(shown)})"
 
 
 def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, ...], flags: tuple[str, ...]) -> None:
@@ -23,36 +60,54 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
 
     Positive whole sizes, probabilities in [0, 1), NumPy numbers stored as Python numbers (a config built from a
     grid or a CSV compares and prints like any other), ``flags`` that are real bools, a ``pad_id`` inside every
-    vocabulary, a known kind of ``positional`` encoding, and ``d_model`` divisible by ``num_heads``. Every error
-    names the field and its value.
+    vocabulary (or ``None``: no padding token), a known kind of ``positional`` encoding, sinusoid layout and
+    ``activation``, a ``layer_norm_eps`` above 0, and ``d_model`` divisible by ``num_heads``. Every error names
+    the field and its value.
     """
     c = config
     check_positive_ints(
         **vocab_sizes, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, num_layers=c.num_layers, max_len=c.max_len
     )
     check_probability(**{name: getattr(c, name) for name in probabilities})
-    for field in dataclasses.fields(c):  # NumPy scalars (from a grid, a CSV) become Python numbers
-        value = getattr(c, field.name)
+    for f in dataclasses.fields(c):  # NumPy scalars (from a grid, a CSV) become Python numbers
+        value = getattr(c, f.name)
         if is_int(value) and not isinstance(value, int):
-            object.__setattr__(c, field.name, int(value))
+            object.__setattr__(c, f.name, int(value))
         elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
-            object.__setattr__(c, field.name, float(value))
-    for name in flags:
+            object.__setattr__(c, f.name, float(value))
+    for name in ("scale_embeddings", "embedding_norm", *flags):
         value = getattr(c, name)
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
-    if not is_int(c.pad_id):
-        raise TypeError(f"pad_id must be an int, got {c.pad_id!r} of type {type(c.pad_id).__name__}")
-    smallest_vocab = min(vocab_sizes.values())
-    if not 0 <= c.pad_id < smallest_vocab:
-        sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
-        raise ValueError(
-            f"pad_id={c.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} ({sizes})"
-        )
-    if c.positional not in POSITIONAL_KINDS:
-        raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got positional={c.positional!r}")
+    if c.pad_id is not None:
+        if not is_int(c.pad_id):
+            raise TypeError(
+                f"pad_id must be an int, got {c.pad_id!r} of type {type(c.pad_id).__name__} "
+                "(or None for a language model without a padding token)"
+            )
+        smallest_vocab = min(vocab_sizes.values())
+        if not 0 <= c.pad_id < smallest_vocab:
+            sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
+            raise ValueError(
+                f"pad_id={c.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} ({sizes}), "
+                "or be None for a model without a padding token"
+            )
+    check_choice("positional", c.positional, POSITIONAL_KINDS)
+    check_choice("sinusoid_layout", c.sinusoid_layout, SINUSOID_LAYOUTS)
+    check_choice("activation", c.activation, tuple(ACTIVATIONS))
+    check_positive_real(layer_norm_eps=c.layer_norm_eps)
     if c.d_model % c.num_heads:
         raise ValueError(f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}")
+
+
+def make_positions(config) -> nn.Module:
+    """The positional encoding a config asks for (both model families read it here): sinusoids in
+    ``sinusoid_layout`` or a learned table, with BERT's ``embedding_norm`` if set, then dropout."""
+    c = config
+    norm = dict(norm=c.embedding_norm, eps=c.layer_norm_eps)
+    if c.positional == "sinusoidal":
+        return PositionalEncoding(c.d_model, c.max_len, c.dropout, layout=c.sinusoid_layout, **norm)
+    return LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout, **norm)
 
 
 def init_projections(model: nn.Module) -> None:
@@ -74,6 +129,12 @@ class TransformerConfig:
     ``"learned"`` (an ``nn.Embedding(max_len, d_model)``, ``max_len * d_model`` more parameters; Table 3 row E).
     ``pad_id`` is the padding token of both vocabularies, so ``0 <= pad_id < min(src_vocab_size, tgt_vocab_size)``.
     Every field is checked when the config is made, and an error names the field and its value.
+
+    The options after ``positional`` default to the paper; they let the same model be MarianMT
+    (``interop.from_huggingface``): ``activation``, ``scale_embeddings``, ``layer_norm_eps``, ``embedding_norm``
+    and ``sinusoid_layout`` (the option table at the top of ``model.py``), ``output_bias`` (a bias
+    per target token on the output projection; Marian's ``final_logits_bias``) and ``num_decoder_layers`` (the
+    decoder's depth when it differs from the encoder's ``num_layers``; ``None``: the same).
     """
 
     src_vocab_size: int
@@ -90,14 +151,30 @@ class TransformerConfig:
     max_len: int = 5000
     pad_id: int = 0
     positional: str = "sinusoidal"
+    activation: str = option("relu")
+    scale_embeddings: bool = option(True)
+    layer_norm_eps: float = option(1e-5)
+    embedding_norm: bool = option(False)
+    sinusoid_layout: str = option("interleaved")
+    output_bias: bool = option(False)
+    num_decoder_layers: int | None = option(None)
+
+    __repr__ = config_repr
 
     def __post_init__(self):
         check_config(
             self,
             {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
             probabilities=("dropout", "attention_dropout", "label_smoothing"),
-            flags=("norm_first", "share_embeddings"),
+            flags=("norm_first", "share_embeddings", "output_bias"),
         )
+        if self.pad_id is None:
+            raise ValueError(
+                "pad_id=None is for the language models: the encoder-decoder needs a padding token id "
+                "(its decoders pad finished rows with it and never emit it)"
+            )
+        if self.num_decoder_layers is not None:
+            check_positive_ints(num_decoder_layers=self.num_decoder_layers)
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True needs one vocabulary, got "
@@ -107,6 +184,11 @@ class TransformerConfig:
     def replace(self, **changes) -> "TransformerConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""
         return dataclasses.replace(self, **changes)
+
+    @property
+    def decoder_layers(self) -> int:
+        """The decoder's depth: ``num_decoder_layers``, or ``num_layers`` when that is ``None`` (the paper's N)."""
+        return self.num_layers if self.num_decoder_layers is None else self.num_decoder_layers
 
     @classmethod
     def paper_base(cls, vocab_size: int = 37000) -> "TransformerConfig":
@@ -151,18 +233,28 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         c = config
-        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
-        positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
-        self.positions = positions(c.d_model, max_len=c.max_len, dropout=c.dropout)
-        sizes = (c.num_layers, c.d_model, c.num_heads, c.d_ff)
-        options = dict(dropout=c.dropout, attention_dropout=c.attention_dropout, norm_first=c.norm_first)
-        self.encoder = Encoder(*sizes, **options)
-        self.decoder = Decoder(*sizes, **options)
-        self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        scale = c.scale_embeddings
+        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id, scale=scale)
+        self.tgt_embed = (
+            self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id, scale)
+        )
+        self.positions = make_positions(c)
+        sizes = (c.d_model, c.num_heads, c.d_ff)
+        options = dict(
+            dropout=c.dropout,
+            attention_dropout=c.attention_dropout,
+            norm_first=c.norm_first,
+            activation=c.activation,
+            layer_norm_eps=c.layer_norm_eps,
+        )
+        self.encoder = Encoder(c.num_layers, *sizes, **options)
+        self.decoder = Decoder(c.decoder_layers, *sizes, **options)
+        self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=c.output_bias)
         if c.share_embeddings:
             self.output_projection.weight = self.tgt_embed.weight  # one matrix: paper §3.4
         init_projections(self)
+        if c.output_bias:
+            nn.init.zeros_(self.output_projection.bias)  # every token starts equally likely, as with no bias
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor:
         """``(B, 1, 1, T_src)``: True at real source tokens."""
@@ -200,7 +292,7 @@ class Transformer(nn.Module):
 
     def new_cache(self) -> DecoderCache:
         """An empty cache for step-by-step decoding (:mod:`transformer_lib.decode`)."""
-        return DecoderCache.empty(self.config.num_layers)
+        return DecoderCache.empty(self.config.decoder_layers)
 
     def forward(
         self,

@@ -1,0 +1,290 @@
+"""Hugging Face models copied into the library's (``tl.interop.from_huggingface``) compute the same function.
+
+No network: every Hugging Face model is built from a small config with random weights, then every parameter is
+redrawn (norm gains around 1, biases and Marian's logit bias non-zero), so that a weight copied to the wrong
+place, transposed, or not copied at all changes the logits. The loading path is exercised through
+``save_pretrained`` to a temporary folder and ``from_pretrained`` from it.
+"""
+
+import pytest
+import torch
+from helpers import max_abs_diff
+
+import transformer_lib as tl
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB, D_MODEL, HEADS, PAD_MARIAN, EOS_MARIAN = 50, 32, 4, 49, 19  # EOS: a token the Marian model below emits
+TOLERANCE = 1e-5  # fp32; the measured differences are below 1e-6
+
+
+def redraw(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """Every weight random and of a size that keeps activations O(1); Marian's sinusoid tables are left alone
+    (fixed tables, not weights; both of its stacks share the same one)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "embed_positions" in name:
+                continue
+            noise = torch.randn(p.shape, generator=generator)
+            if p.dim() > 1:
+                p.copy_(noise * p.size(-1) ** -0.5)
+            elif name.endswith("weight"):  # LayerNorm gains
+                p.copy_(1 + 0.2 * noise)
+            else:  # biases, BERT's output bias
+                p.copy_(0.2 * noise)
+        for name, buffer in model.named_buffers():
+            if name == "final_logits_bias":  # Marian's output bias is a buffer
+                buffer.copy_(0.2 * torch.randn(buffer.shape, generator=generator))
+    return model.eval()
+
+
+def reloaded(hf_model, tmp_path):
+    """The model as a user gets it: saved, then loaded with ``from_pretrained`` (no network: a local folder)."""
+    hf_model.save_pretrained(tmp_path)
+    return type(hf_model).from_pretrained(tmp_path).eval()
+
+
+def padded_batch(seed: int, low: int = 0, high: int = VOCAB) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ids (3, 9)`` and Hugging Face's ``attention_mask (3, 9)``: row 0 full, row 1 right-, row 2 left-padded."""
+    ids = torch.randint(low, high, (3, 9), generator=torch.Generator().manual_seed(seed))
+    attention_mask = torch.ones(3, 9, dtype=torch.long)
+    attention_mask[1, 6:] = 0
+    attention_mask[2, :3] = 0
+    return ids, attention_mask
+
+
+def as_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's ``(B, T)`` 0/1 attention_mask -> the library's ``(B, 1, 1, T)`` bool, True = may attend."""
+    return attention_mask.bool()[:, None, None, :]
+
+
+# --- GPT-2 ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    config = transformers.GPT2Config(
+        vocab_size=VOCAB, n_positions=32, n_embd=D_MODEL, n_layer=2, n_head=HEADS, bos_token_id=1, eos_token_id=2
+    )
+    torch.manual_seed(0)
+    theirs = reloaded(redraw(transformers.GPT2LMHeadModel(config), seed=1), tmp_path_factory.mktemp("gpt2"))
+    return theirs, tl.from_huggingface(theirs)
+
+
+def test_gpt2_config_turns_on_gpt2s_switches(gpt2):
+    _, ours = gpt2
+    c = ours.config
+    assert isinstance(ours, tl.DecoderOnlyLM) and not ours.training
+    assert (c.norm_first, c.positional, c.activation, c.scale_embeddings, c.pad_id) == (
+        True, "learned", "gelu_tanh", False, None,
+    )
+    assert ours.embed.embedding.padding_idx is None  # no token is a padding row
+    assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in gpt2[0].parameters())
+
+
+def test_gpt2_logits_equal(gpt2):
+    theirs, ours = gpt2
+    ids, _ = padded_batch(seed=2)
+    with torch.no_grad():
+        assert max_abs_diff(ours(ids), theirs(ids).logits) <= TOLERANCE
+
+
+def test_gpt2_logits_equal_with_a_padding_mask(gpt2):
+    theirs, ours = gpt2
+    ids, attention_mask = padded_batch(seed=3)
+    with torch.no_grad():
+        expected = theirs(ids, attention_mask=attention_mask).logits  # (B, T, V)
+        got = ours(ids, mask=as_padding_mask(attention_mask))  # (B, T, V)
+    real = attention_mask.bool()  # padded positions' logits mean nothing on either side
+    assert max_abs_diff(got[real], expected[real]) <= TOLERANCE
+    with torch.no_grad():  # and the mask matters: without it row 2 would read its left padding
+        assert max_abs_diff(ours(ids)[real], expected[real]) > 1e-3
+
+
+def test_gpt2_cached_greedy_generation_equals_hugging_faces(gpt2):
+    theirs, ours = gpt2
+    prompt = torch.randint(0, VOCAB, (3, 4), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():  # eos_token_id=None: both run the full 12 steps
+        expected = theirs.generate(prompt, do_sample=False, max_new_tokens=12, eos_token_id=None, pad_token_id=0)
+    got = tl.lm.generate(ours, prompt, 12, use_cache=True)
+    assert torch.equal(got, expected), (got, expected)
+    assert len(set(got[:, 4:].flatten().tolist())) > 2  # not one token repeated: the comparison has teeth
+
+
+def test_gpt2_with_an_untied_output_head_copies_it():
+    config = transformers.GPT2Config(
+        vocab_size=VOCAB, n_positions=16, n_embd=D_MODEL, n_layer=1, n_head=HEADS, tie_word_embeddings=False
+    )
+    theirs = redraw(transformers.GPT2LMHeadModel(config), seed=13)
+    ours = tl.from_huggingface(theirs)
+    assert not ours.config.tie_embeddings and torch.equal(ours.output.weight, theirs.lm_head.weight)
+    ids, _ = padded_batch(seed=14)
+    with torch.no_grad():
+        assert max_abs_diff(ours(ids), theirs(ids).logits) <= TOLERANCE
+
+
+# --- BERT -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bert(tmp_path_factory):
+    config = transformers.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=D_MODEL,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
+    torch.manual_seed(0)
+    theirs = reloaded(redraw(transformers.BertForMaskedLM(config), seed=5), tmp_path_factory.mktemp("bert"))
+    return theirs, tl.from_huggingface(theirs)
+
+
+def test_bert_config_turns_on_berts_switches(bert):
+    theirs, ours = bert
+    c = ours.config
+    assert isinstance(ours, tl.MaskedLM)
+    assert (c.norm_first, c.activation, c.scale_embeddings, c.layer_norm_eps, c.embedding_norm) == (
+        False, "gelu", False, 1e-12, True,
+    )
+    assert c.type_vocab_size == 2 and c.pad_id == 0
+    assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in theirs.parameters())
+
+
+def test_bert_logits_equal_with_and_without_a_padding_mask(bert):
+    theirs, ours = bert
+    ids, attention_mask = padded_batch(seed=6, low=1)  # no pad id inside: every token real unless masked
+    token_types = torch.randint(0, 2, ids.shape, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        unmasked = ours(ids, token_types=token_types)
+        assert max_abs_diff(unmasked, theirs(ids, token_type_ids=token_types).logits) <= TOLERANCE
+        expected = theirs(ids, attention_mask=attention_mask, token_type_ids=token_types).logits
+        got = ours(ids, mask=as_padding_mask(attention_mask), token_types=token_types)
+    real = attention_mask.bool()
+    assert max_abs_diff(got[real], expected[real]) <= TOLERANCE
+    assert max_abs_diff(unmasked[real], expected[real]) > 1e-3  # the mask changed something
+
+
+def test_bert_default_mask_hides_the_pad_token_as_attention_mask_does(bert):
+    theirs, ours = bert
+    ids, attention_mask = padded_batch(seed=8, low=1)
+    ids = ids.masked_fill(attention_mask == 0, theirs.config.pad_token_id)
+    with torch.no_grad():
+        expected = theirs(ids, attention_mask=attention_mask).logits
+        got = ours(ids)  # the mask comes from pad_id
+    real = attention_mask.bool()
+    assert max_abs_diff(got[real], expected[real]) <= TOLERANCE
+
+
+def test_bert_base_with_berts_switches_has_bert_for_masked_lms_parameter_count():
+    config = transformers.BertConfig()  # bert-base-uncased's sizes
+    with torch.device("meta"):
+        theirs = transformers.BertForMaskedLM(config)
+        ours = tl.MaskedLM(tl.interop.config_from_huggingface(config))
+    assert sum(p.numel() for p in theirs.parameters()) == 109_514_298
+    assert tl.count_parameters(ours)["total"] == 109_514_298
+
+
+# --- MarianMT ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    config = transformers.MarianConfig(
+        vocab_size=VOCAB,
+        d_model=D_MODEL,
+        encoder_layers=2,
+        decoder_layers=3,  # separate depths
+        encoder_attention_heads=HEADS,
+        decoder_attention_heads=HEADS,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        activation_function="swish",  # the opus-mt models' choice
+        scale_embedding=True,
+        pad_token_id=PAD_MARIAN,
+        eos_token_id=EOS_MARIAN,
+        decoder_start_token_id=PAD_MARIAN,  # Marian starts every target with <pad>
+        forced_eos_token_id=None,
+    )
+    torch.manual_seed(0)
+    theirs = reloaded(redraw(transformers.MarianMTModel(config), seed=20), tmp_path_factory.mktemp("marian"))
+    return theirs, tl.from_huggingface(theirs)
+
+
+def marian_source(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source ids ``(4, 7)`` with row 1 padded after 5 tokens, and Hugging Face's attention_mask."""
+    src = torch.randint(1, PAD_MARIAN, (4, 7), generator=torch.Generator().manual_seed(seed))
+    attention_mask = torch.ones_like(src)
+    attention_mask[1, 5:] = 0
+    return src.masked_fill(attention_mask == 0, PAD_MARIAN), attention_mask
+
+
+def test_marian_config_turns_on_marians_switches(marian):
+    theirs, ours = marian
+    c = ours.config
+    assert isinstance(ours, tl.Transformer)
+    assert (c.num_layers, c.decoder_layers, c.activation, c.sinusoid_layout, c.output_bias) == (
+        2, 3, "silu", "halves", True,
+    )
+    # theirs: the sinusoid tables are stored as (frozen) parameters, the logit bias as a buffer; ours the reverse
+    weights = sum(p.numel() for name, p in theirs.named_parameters() if "embed_positions" not in name)
+    assert tl.count_parameters(ours)["total"] == weights + theirs.final_logits_bias.numel()
+
+
+def test_marian_sinusoids_are_ours_in_the_halves_layout(marian):
+    theirs, _ = marian
+    table = theirs.model.encoder.embed_positions.create_weight()  # (64, d_model), computed in float64
+    assert max_abs_diff(tl.sinusoidal_encoding(D_MODEL, 64, layout="halves"), table) <= 1e-5
+    assert max_abs_diff(tl.sinusoidal_encoding(D_MODEL, 64), table) > 0.5  # the paper's layout is not
+
+
+def test_marian_logits_equal_with_source_padding(marian):
+    theirs, ours = marian
+    src, attention_mask = marian_source(seed=10)
+    tgt = torch.randint(1, PAD_MARIAN, (4, 6), generator=torch.Generator().manual_seed(11))
+    tgt[:, 0] = PAD_MARIAN  # the decoder start token, which Marian does not hide: so neither may ours
+    with torch.no_grad():
+        expected = theirs(src, attention_mask=attention_mask, decoder_input_ids=tgt).logits
+        got = ours(src, tgt, src_mask=as_padding_mask(attention_mask), tgt_mask=tl.causal_mask(6))
+        assert max_abs_diff(got, expected) <= TOLERANCE
+        default_masks = ours(src, tgt, tgt_mask=tl.causal_mask(6))  # the source mask from pad_id
+    assert max_abs_diff(default_masks, expected) <= TOLERANCE
+
+
+def test_marian_cached_greedy_decoding_equals_hugging_faces(marian):
+    theirs, ours = marian
+    src, attention_mask = marian_source(seed=12)
+    with torch.no_grad():  # our decoders never emit <pad>; tell Hugging Face's the same
+        expected = theirs.generate(
+            src, attention_mask=attention_mask, do_sample=False, max_new_tokens=10, bad_words_ids=[[PAD_MARIAN]]
+        )
+    got = tl.greedy_decode(ours, src, 10, bos_id=PAD_MARIAN, eos_id=EOS_MARIAN, use_cache=True)
+    assert torch.equal(got, expected[:, 1:]), (got, expected)  # theirs starts with the start token
+    # Teeth: the rows differ, some change token midway, and one ends with <eos> and is padded after it. (A random
+    # model with tied embeddings tends to repeat its last token: its hidden state stays near that token's row.)
+    assert len(set(got.flatten().tolist())) >= 5
+    finished = (got == EOS_MARIAN).any(dim=1)
+    assert finished.any() and (got[finished][:, -1] == PAD_MARIAN).all()
+
+
+# --- errors -----------------------------------------------------------------------------------------------
+
+
+def test_unknown_model_types_name_the_supported_ones():
+    model = transformers.GPT2Model(transformers.GPT2Config(vocab_size=10, n_embd=8, n_layer=1, n_head=2))
+    with pytest.raises(TypeError, match="GPT2LMHeadModel, BertForMaskedLM, MarianMTModel; got GPT2Model"):
+        tl.from_huggingface(model)
+    with pytest.raises(ValueError, match="gpt2, bert and marian configs, got model_type='llama'"):
+        tl.interop.config_from_huggingface(transformers.LlamaConfig())
+
+
+def test_settings_our_blocks_lack_are_refused_clearly():
+    with pytest.raises(ValueError, match="scale_attn_by_inverse_layer_idx"):
+        tl.interop.config_from_huggingface(transformers.GPT2Config(scale_attn_by_inverse_layer_idx=True))
+    with pytest.raises(ValueError, match="activation 'quick_gelu' has no counterpart"):
+        tl.interop.config_from_huggingface(transformers.GPT2Config(activation_function="quick_gelu"))
+    with pytest.raises(ValueError, match="separate source and target embeddings"):
+        tl.interop.config_from_huggingface(transformers.MarianConfig(share_encoder_decoder_embeddings=False))
