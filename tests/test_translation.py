@@ -1,13 +1,17 @@
-"""The real-language data of notebook 12: the shipped Tatoeba pairs and their splits."""
+"""The real-language data of notebook 12: the shipped Tatoeba pairs and their splits, BPE by hand and at scale."""
 
 import gzip
 import hashlib
+import json
 import random
 from collections import Counter
 
 import pytest
+import torch
 
+import transformer_lib as tl
 from transformer_lib import translation_corpus
+from transformer_lib.subwords import Merge, SubwordVocab, learn_bpe, segment
 from transformer_lib.translation_corpus import TatoebaCorpus, normalise_text, sentence_key, split_pairs
 
 DATA_DIR = translation_corpus.shipped_pairs_path().parent
@@ -20,6 +24,13 @@ HELD_OUT_SHA256 = "3b56ddd15e0485bcc7f67df5ef0c18fc5733907f85f17c11c278214e18257
 @pytest.fixture(scope="module")
 def corpus() -> TatoebaCorpus:
     return TatoebaCorpus()
+
+
+@pytest.fixture(scope="module")
+def vocab(corpus) -> SubwordVocab:
+    """A small vocabulary from the first 20,000 training pairs (the notebook trains 8000 tokens on all)."""
+    pytest.importorskip("tokenizers")
+    return SubwordVocab.train([text for pair in corpus.train_pairs[:20_000] for text in pair], vocab_size=1000)
 
 
 # -- the shipped file ---------------------------------------------------------------------------------------------
@@ -139,3 +150,131 @@ def test_corpus_direction_and_length_filter(corpus):
         TatoebaCorpus(direction="en-de")
     with pytest.raises(ValueError, match="max_words must be a whole number >= 1, got 0"):
         TatoebaCorpus(max_words=0)
+
+
+# -- BPE by hand --------------------------------------------------------------------------------------------------
+
+
+def test_learn_bpe_on_a_worked_example():
+    # low x5, lower x2, newest x6, widest x3 (Sennrich et al.'s words). Pair counts, by hand:
+    #   e s: 6 + 3 = 9, s t: 9, l o: 5 + 2 = 7, o w: 7, n e: 6, e w: 6 + 0, w e: 2, e r: 2, w i, i d, d e: 3
+    # 1. e s (9) beats s t (9) on the tie: 'e' is older than 's' (alphabet order).
+    # 2. es t (9): newest = n e w es t, widest = w i d es t.
+    # 3. l o (7) beats o w (7): 'l' before 'o'.   4. lo w (7).
+    # 5. now e w (6), n e (6) and w est (6) tie: 'e' is the oldest left symbol.
+    words = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3
+    merges = learn_bpe(words, 5)
+    assert merges == [
+        Merge("e", "s", 9),
+        Merge("es", "t", 9),
+        Merge("l", "o", 7),
+        Merge("lo", "w", 7),
+        Merge("e", "w", 6),
+    ]
+    assert learn_bpe(Counter(words), 5) == merges  # a {word: count} dict is the same corpus
+    assert segment("lowest", merges) == ["low", "est"]  # never seen, spelled with pieces that were
+    assert segment("newer", merges) == ["n", "ew", "e", "r"]
+    assert len(learn_bpe(["ab", "ab"], 10)) == 1  # stops once every word is one symbol
+
+
+def _hugging_face_merges(words: list[str], num_merges: int) -> list[tuple[str, str]]:
+    tokenizers = pytest.importorskip("tokenizers")
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.BPE())
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    alphabet = {ch for word in words for ch in word}
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=len(alphabet) + num_merges, show_progress=False)
+    tokenizer.train_from_iterator([" ".join(words)], trainer)
+    merges = json.loads(tokenizer.to_str())["model"]["merges"]
+    return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_learn_bpe_learns_what_the_library_learns_at_scale(seed):
+    rng = random.Random(seed)  # few letters and short words: many ties, and runs like "aaa"
+    words = ["".join(rng.choice("abcd") for _ in range(rng.randint(1, 7))) for _ in range(rng.randint(5, 40))]
+    ours = [(m.left, m.right) for m in learn_bpe(words, 12)]
+    assert ours == _hugging_face_merges(words, 12)
+
+
+def test_learn_bpe_refuses_bad_input():
+    with pytest.raises(TypeError, match="got one str; split it"):
+        learn_bpe("low lower", 3)
+    with pytest.raises(ValueError, match="num_merges must be a whole number >= 0, got -1"):
+        learn_bpe(["low"], -1)
+    with pytest.raises(ValueError, match="non-empty str, got ''"):
+        learn_bpe(["low", ""], 3)
+    with pytest.raises(ValueError, match="count must be a whole number >= 1, got 0 for 'low'"):
+        learn_bpe({"low": 0}, 3)
+
+
+# -- BPE at scale -------------------------------------------------------------------------------------------------
+
+
+def test_subword_vocab_has_the_course_special_ids(vocab):
+    char_vocab = tl.Vocab("abc")
+    for name in ("pad_id", "bos_id", "eos_id", "unk_id"):
+        assert getattr(vocab, name) == getattr(char_vocab, name)
+    assert vocab.itos[:4] == char_vocab.itos[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    assert len(vocab) == 1000
+
+
+def test_subword_vocab_round_trips_held_out_and_unseen_text(vocab, corpus):
+    for en, fr in corpus.test_pairs[::10]:
+        for text in (en, fr):
+            ids = vocab.encode(text, bos=True, eos=True)
+            assert vocab.unk_id not in ids and vocab.decode(ids) == text
+    for text in ("", "中文 и русский 😀", "مرحبا", "  spaces  kept ", "Tom a dit : « <eos> <pad> ! »"):
+        ids = vocab.encode(text)
+        assert vocab.decode(ids + [vocab.eos_id, 9]) == text  # decoding stops at <eos>
+        assert not set(ids) & {vocab.pad_id, vocab.bos_id, vocab.eos_id, vocab.unk_id}
+    assert vocab.encode("") == [] and vocab.encode("", bos=True, eos=True) == [vocab.bos_id, vocab.eos_id]
+    assert vocab.decode(vocab.encode("e\u0301te\u0301")) == "été"  # NFC: typed decomposed, comes back composed
+    pieces = vocab.pieces("Je suis content.")
+    assert "".join(pieces) == "Je suis content." and len(pieces) < len("Je suis content.")
+    assert vocab.pieces("中")[0] == "<0xE4>"  # a piece holding part of a character shows its bytes
+
+
+def test_subword_vocab_training_is_deterministic_and_saves_to_json(vocab, corpus, tmp_path):
+    texts = [text for pair in corpus.train_pairs[:20_000] for text in pair]
+    again = SubwordVocab.train(texts, vocab_size=1000)
+    assert again.tokenizer.to_str() == vocab.tokenizer.to_str()
+    path = vocab.save(tmp_path / "bpe.json")
+    assert json.loads(path.read_text(encoding="utf-8"))["model"]["type"] == "BPE"
+    loaded = SubwordVocab.load(path)
+    sentence = corpus.valid_pairs[0][1]
+    assert loaded.encode(sentence) == vocab.encode(sentence) and len(loaded) == len(vocab)
+    left, right = vocab.merges()[0]  # the first merge learned, as text: its two sides are one token now
+    assert vocab.pieces(left + right) == [left + right]
+
+
+def test_subword_vocab_refuses_bad_input(vocab, tmp_path):
+    with pytest.raises(ValueError, match=r"vocab_size must be a whole number >= 261 .* got 100"):
+        SubwordVocab.train(["hello"], vocab_size=100)
+    with pytest.raises(TypeError, match="got one str; wrap it"):
+        SubwordVocab.train("hello world", vocab_size=300)
+    with pytest.raises(ValueError, match="at least one non-empty sentence"):
+        SubwordVocab.train(["", ""], vocab_size=300)
+    with pytest.raises(TypeError, match="encode takes a str, got int"):
+        vocab.encode(5)
+    with pytest.raises(ValueError, match=r"id 1000 is not in this vocabulary: expected 0 <= id < 1000"):
+        vocab.decode([5, 1000])
+    with pytest.raises(ValueError, match=r"takes one sequence \(T,\), got a tensor of shape \(2, 3\)"):
+        vocab.decode(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(FileNotFoundError, match="no tokenizer file"):
+        SubwordVocab.load(tmp_path / "missing.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="not a tokenizers JSON file"):
+        SubwordVocab.load(broken)
+
+
+def test_the_library_translates_with_a_subword_vocab_unchanged(vocab, corpus):
+    """make_batch, the Transformer, its loss and greedy decoding take a SubwordVocab as they take a Vocab."""
+    torch.manual_seed(0)
+    pairs = corpus.train_pairs[1000:1004]
+    batch = tl.make_batch(pairs, vocab)
+    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(vocab)))
+    logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+    assert logits.shape == (*batch.tgt_out.shape, len(vocab))
+    out = tl.greedy_decode(model, batch.src, max_len=5, bos_id=vocab.bos_id, eos_id=vocab.eos_id)  # (B, <= 5)
+    assert all(isinstance(vocab.decode(row), str) for row in out)
