@@ -1,4 +1,5 @@
-"""The real-language data of notebook 12: the shipped Tatoeba pairs and their splits, BPE by hand and at scale."""
+"""The real-language data of notebook 12: the shipped Tatoeba pairs and their splits, BPE by hand and at scale,
+and batches by length within a token budget."""
 
 import gzip
 import hashlib
@@ -11,6 +12,7 @@ import torch
 
 import transformer_lib as tl
 from transformer_lib import translation_corpus
+from transformer_lib.length_batching import LengthBatches
 from transformer_lib.subwords import Merge, SubwordVocab, learn_bpe, segment
 from transformer_lib.translation_corpus import TatoebaCorpus, normalise_text, sentence_key, split_pairs
 
@@ -278,3 +280,64 @@ def test_the_library_translates_with_a_subword_vocab_unchanged(vocab, corpus):
     assert logits.shape == (*batch.tgt_out.shape, len(vocab))
     out = tl.greedy_decode(model, batch.src, max_len=5, bos_id=vocab.bos_id, eos_id=vocab.eos_id)  # (B, <= 5)
     assert all(isinstance(vocab.decode(row), str) for row in out)
+
+
+# -- batches by length --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batches(corpus, vocab) -> LengthBatches:
+    return LengthBatches(corpus.train_pairs[::8], vocab, max_tokens=1500, seed=0)
+
+
+def test_every_pair_once_per_epoch_and_no_batch_over_budget(batches):
+    for epoch in (0, 1):
+        seen = Counter(i for indices in batches.plan(epoch) for i in indices)
+        assert sorted(seen) == list(range(len(batches))) and set(seen.values()) == {1}
+    padded = real = 0
+    for batch in batches.epoch(0):
+        cost = batch.src.numel() + batch.tgt_in.numel()  # (B, S) + (B, T): padding included
+        assert cost <= batches.max_tokens
+        real += int((batch.src != batch.pad_id).sum()) + batch.num_target_tokens  # tokens, <bos> or <eos> each
+        padded += cost
+    assert 1 - real / padded == pytest.approx(batches.padding_fraction(0))
+    assert batches.padding_fraction(0) < 0.05  # similar lengths together: little padding
+
+
+def test_epochs_are_shuffled_with_the_seed(batches, corpus, vocab):
+    assert batches.plan(0) != batches.plan(1)
+    first_lengths = [len(indices) for indices in batches.plan(0)[:20]]
+    assert len(set(first_lengths)) > 1  # batch order is shuffled, not short sentences first
+    few = corpus.train_pairs[::50]
+    plans = [LengthBatches(few, vocab, max_tokens=1500, seed=seed).plan(1) for seed in (0, 0, 1)]
+    assert plans[0] == plans[1] and plans[0] != plans[2]  # the same seed, the same plan; another, another
+
+
+def test_trainer_consumes_length_batches_across_epochs(batches, vocab):
+    first_of_epoch_1 = batches.num_batches(0)
+    assert batches.locate(first_of_epoch_1) == (1, 0)
+    assert torch.equal(batches(first_of_epoch_1).src, batches.make(batches.plan(1)[0]).src)
+    torch.manual_seed(0)
+    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(vocab)))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    trainer = tl.Trainer(model, optimizer)
+    trainer.fit(batches, num_steps=3, progress=False)
+    assert trainer.step == 3 and len(trainer.history.loss) == 3
+
+
+def test_length_batches_work_with_a_character_vocab_and_refuse_what_cannot_fit(vocab):
+    task = tl.DateTask(num_test=10, num_valid=10)
+    pairs = task.train_pairs(0, 200)
+    char_batches = LengthBatches(pairs, task.vocab, max_tokens=300)
+    assert sum(len(b) for b in char_batches.plan(0)) == 200
+    long_pair = ("word " * 40, "mot " * 40)
+    with pytest.raises(ValueError, match=r"do not fit in a batch of max_tokens=20 even alone.*raise max_tokens"):
+        LengthBatches([("Hi.", "Salut !"), long_pair], vocab, max_tokens=20)
+    with pytest.raises(ValueError, match="max_tokens must be a whole number >= 1, got 0"):
+        LengthBatches([("Hi.", "Salut !")], vocab, max_tokens=0)
+    with pytest.raises(ValueError, match="at least one"):
+        LengthBatches([], vocab, max_tokens=100)
+    with pytest.raises(TypeError, match="pairs, got an element 'Hi.'"):
+        LengthBatches(["Hi."], vocab, max_tokens=100)
+    with pytest.raises(ValueError, match="step must be a whole number >= 0, got -1"):
+        char_batches(-1)
