@@ -188,6 +188,7 @@ class SubwordVocab:
         self.tokenizer = tokenizer
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(len(SPECIAL_TOKENS))
         self._size = tokenizer.get_vocab_size(with_added_tokens=True)
+        self._itos: list[str] | None = None  # every token's text, made on first use
 
     # -- making, saving, loading
 
@@ -323,8 +324,11 @@ class SubwordVocab:
 
     @property
     def itos(self) -> list[str]:
-        """Every token's text by id (:meth:`token_text`), like ``Vocab.itos``: labels for plots of attention."""
-        return [self.token_text(i) for i in range(len(self))]
+        """Every token's text by id (:meth:`token_text`), like ``Vocab.itos``: labels for plots of attention.
+        Made once, on first use."""
+        if self._itos is None:
+            self._itos = [self.token_text(i) for i in range(len(self))]
+        return self._itos
 
     def merges(self) -> list[tuple[str, str]]:
         """The learned merges in order, as pairs of token texts (the rows of :func:`learn_bpe`, at scale)."""

@@ -6,10 +6,11 @@ distributor's order, its text cleaned by :func:`normalise_text`. ``tools/make_ta
 the distributor's ``fra.txt``; the file's README says how, its size and its checksum. Nothing is downloaded.
 
 Held-out means never seen in training, by construction. Many English sentences have several French
-translations ("I'm fine." has five), and many French sentences translate several English ones ("Je vais bien."
-translates "I'm fine.", "I'm OK." ...). :func:`split_pairs` therefore splits whole *groups*: two pairs are in
-one group when they share their English or their French sentence (compared by :func:`sentence_key`, which
-ignores case and punctuation), and a group goes to one split as a whole. So no held-out English sentence and
+translations ("I'm fine.": "Tout va bien.", "Je vais bien.", "Ça va."), and many French sentences translate
+several English ones ("Je vais bien." translates ten, from "I'm OK." to "I'm doing well."). :func:`split_pairs`
+therefore splits whole *groups*: two pairs are in one group when they share their English or their French
+sentence (compared by :func:`sentence_key`, which ignores case and punctuation), and a group goes to one split
+as a whole. So no held-out English sentence and
 no held-out French sentence ever appears in training, on either side. Which group is held out depends only on
 a hash of its text, so the splits are the same on every machine.
 """
