@@ -273,11 +273,12 @@ def test_subword_vocab_refuses_bad_input(vocab, tmp_path):
 def test_the_library_translates_with_a_subword_vocab_unchanged(vocab, corpus):
     """make_batch, the Transformer, its loss and greedy decoding take a SubwordVocab as they take a Vocab."""
     torch.manual_seed(0)
-    pairs = corpus.train_pairs[1000:1004]
+    pairs = corpus.train_pairs[1000:1004] + [("", "Rien."), ("中文 и 😀", "Des écritures mêlées.")]  # bad inputs too
     batch = tl.make_batch(pairs, vocab)
+    assert not batch.src_mask[4].any()  # the empty source: nothing to attend to, zero weights
     model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(vocab)))
     logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-    assert logits.shape == (*batch.tgt_out.shape, len(vocab))
+    assert logits.shape == (*batch.tgt_out.shape, len(vocab)) and torch.isfinite(logits).all()
     out = tl.greedy_decode(model, batch.src, max_len=5, bos_id=vocab.bos_id, eos_id=vocab.eos_id)  # (B, <= 5)
     assert all(isinstance(vocab.decode(row), str) for row in out)
 
