@@ -250,6 +250,7 @@ def test_subword_vocab_training_is_deterministic_and_saves_to_json(vocab, corpus
 
 
 def test_subword_vocab_refuses_bad_input(vocab, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
     with pytest.raises(ValueError, match=r"vocab_size must be a whole number >= 261 .* got 100"):
         SubwordVocab.train(["hello"], vocab_size=100)
     with pytest.raises(TypeError, match="got one str; wrap it"):
@@ -264,6 +265,9 @@ def test_subword_vocab_refuses_bad_input(vocab, tmp_path):
         vocab.decode(torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(FileNotFoundError, match="no tokenizer file"):
         SubwordVocab.load(tmp_path / "missing.json")
+    word_level = tokenizers.Tokenizer(tokenizers.models.WordLevel({"<pad>": 0}, unk_token="<pad>"))
+    with pytest.raises(ValueError, match="needs a byte-level BPE tokenizer .* got a WordLevel model"):
+        SubwordVocab(word_level)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")
     with pytest.raises(ValueError, match="not a tokenizers JSON file"):

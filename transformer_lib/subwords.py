@@ -181,6 +181,11 @@ class SubwordVocab:
         tk = _tokenizers()
         if not isinstance(tokenizer, tk.Tokenizer):
             raise TypeError(f"SubwordVocab wraps a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
+        if not isinstance(tokenizer.model, tk.models.BPE) or not isinstance(tokenizer.decoder, tk.decoders.ByteLevel):
+            raise ValueError(
+                "SubwordVocab needs a byte-level BPE tokenizer (as SubwordVocab.train makes), got a "
+                f"{type(tokenizer.model).__name__} model with decoder {type(tokenizer.decoder).__name__}"
+            )
         found = [tokenizer.id_to_token(i) for i in range(len(SPECIAL_TOKENS))]
         if found != list(SPECIAL_TOKENS):
             raise ValueError(f"the tokenizer's ids 0-3 must be {list(SPECIAL_TOKENS)}, got {found}")
