@@ -49,6 +49,10 @@ def test_shipped_pairs_carry_their_licence_size_and_checksum():
     assert hashlib.sha256(text).hexdigest() == translation_corpus.SHIPPED_TEXT_SHA256
     assert translation_corpus.SHIPPED_TEXT_SHA256 in readme
     assert len(packed) < 4_000_000  # a course repository, not a data set host
+    course_readme = (DATA_DIR.parents[2] / "README.md").read_text(encoding="utf-8")
+    assert translation_corpus.ATTRIBUTION in course_readme and translation_corpus.LICENCE_URL in course_readme
+    assert f"{len(text.splitlines()):,} pairs" in course_readme
+    assert f"{len(packed) / 1e6:.1f} MB gzipped" in course_readme
 
 
 def test_read_pairs_gives_normalised_pairs_of_at_most_15_english_words():

@@ -21,11 +21,13 @@ from .layers import (
     TokenEmbedding,
     sinusoidal_encoding,
 )
+from .length_batching import LengthBatches
 from .lm import DecoderOnlyLM, LMConfig, MaskedLM
 from .masks import causal_mask, padding_mask
 from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
 from .shapes import trace_shapes
+from .subwords import SubwordVocab, learn_bpe, segment
 from .train import (
     CPU_RECIPE,
     CheckpointError,
@@ -40,6 +42,7 @@ from .train import (
     train_task,
     warmup_linear_decay,
 )
+from .translation_corpus import TatoebaCorpus
 
 __version__ = "0.1.0"
 
