@@ -376,3 +376,73 @@ def test_batched_search_keeps_each_source_apart():
     alone = [table.search(10, 2, 0.6) for table in tables]
     assert [[h.tokens for h in hyps] for hyps in found] == [[h.tokens for h in hyps] for hyps in alone]
     assert rows_seen[0] == 6 and rows_seen[-1] == 2  # sources that are done stop costing decoder rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Beam search on a date model trained with the course's recipe.
+
+
+@pytest.fixture(scope="session")
+def date_model():
+    """``tl.train_task`` with ``tl.CPU_RECIPE`` cut to 600 of its 1600 steps (about 40 s on one CPU thread;
+    the full recipe takes about 100 s). Label smoothing leaves every token, <eos> included, some probability,
+    so short <eos> endings compete with the right date: on the first 200 validation dates, main's beam search
+    (which stopped after W finished outputs) returned a lower log-probability than greedy decoding for 3."""
+    task = tl.DateTask(seed=0)
+    model = tl.train_task(task, steps=600, progress=False).model.eval()
+    return model, task
+
+
+def greedy_and_beam_log_probs(model, task, src, **beam_settings):
+    v = task.vocab
+    greedy = tl.greedy_decode(model, src, 11, v.bos_id, v.eos_id)  # (B, <= 11)
+    greedy_log_p = tl.sequence_log_prob(model, src, greedy, v.bos_id, v.eos_id)  # (B,)
+    found = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, return_hypotheses=True, **beam_settings)
+    return greedy_log_p, torch.tensor([hyps[0].log_prob for hyps in found]), found
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_never_finds_a_less_likely_date_than_greedy(date_model, alpha):
+    model, task = date_model
+    src = tl.make_batch(task.valid_pairs[:200], task.vocab).src  # (200, S): held out from training
+    greedy_log_p, beam_log_p, found = greedy_and_beam_log_probs(model, task, src, beam_width=4, length_penalty=alpha)
+    gap = beam_log_p - greedy_log_p  # (200,)
+    assert (gap >= -1e-4).all(), f"beam below greedy for {int((gap < -1e-4).sum())} dates, by up to {-gap.min():.2f}"
+    # the trap is there: some source finished a shorter output before its best one
+    assert any(len(h.tokens) < len(hyps[0].tokens) for hyps in found for h in hyps[1:])
+    best = [torch.tensor(hyps[0].tokens) for hyps in found]
+    padded = torch.nn.utils.rnn.pad_sequence(best, batch_first=True, padding_value=task.vocab.pad_id)  # (200, T)
+    rescored = tl.sequence_log_prob(model, src, padded, task.vocab.bos_id, task.vocab.eos_id)  # (200,)
+    torch.testing.assert_close(rescored, beam_log_p, atol=1e-4, rtol=0)  # the log P that beam reports is the model's
+
+
+def test_batched_beam_equals_one_source_at_a_time_with_and_without_cache(date_model):
+    model, task = date_model
+    v = task.vocab
+    src = tl.make_batch(task.valid_pairs[:24], v).src  # (24, S): padded to the longest source
+    batched = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, beam_width=3, return_hypotheses=True)
+    uncached = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, beam_width=3, use_cache=False, return_hypotheses=True)
+    for i, (pair, hyps) in enumerate(zip(task.valid_pairs[:24], batched, strict=True)):
+        alone_src = tl.make_batch([pair], v).src  # (1, S_i): no padding
+        (alone,) = tl.beam_search(model, alone_src, 11, v.bos_id, v.eos_id, beam_width=3, return_hypotheses=True)
+        for other in (alone, uncached[i]):
+            assert [h.tokens for h in other] == [h.tokens for h in hyps]
+            assert [h.log_prob for h in other] == pytest.approx([h.log_prob for h in hyps], abs=1e-4)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_of_width_1_is_greedy_on_the_date_model(date_model, alpha):
+    model, task = date_model
+    v = task.vocab
+    src = tl.make_batch(task.valid_pairs[:200], v).src  # (200, S)
+    greedy = tl.greedy_decode(model, src, 11, v.bos_id, v.eos_id)  # (200, <= 11)
+    beam = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, beam_width=1, length_penalty=alpha)
+    assert [[t for t in row if t != v.pad_id] for row in greedy.tolist()] == beam
+
+
+def test_beam_search_rejects_a_length_penalty_that_is_not_a_finite_number(copy_model):
+    model, task = copy_model
+    with pytest.raises(ValueError, match="length_penalty must be a finite number"):
+        tl.beam_search(model, sources(task, 1), 5, 1, 2, length_penalty=float("nan"))
+    with pytest.raises(TypeError, match="length_penalty must be a number"):
+        tl.beam_search(model, sources(task, 1), 5, 1, 2, length_penalty="0.6")
