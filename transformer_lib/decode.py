@@ -61,7 +61,8 @@ class _Stepper:
         return _next_token_log_probs(self.model, hidden[:, -1])  # (B, V)
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Follow beam search's choice of hypotheses: keep rows ``index`` of the memory and the cache."""
+        """Row ``i`` of the next step continues row ``index[i]`` of the last: beam search copies each source ``W``
+        times, follows its chosen prefixes and drops the rows of sources that are done, in the memory and cache."""
         self.memory, self.src_mask = self.memory[index], self.src_mask[index]
         if self.cache is not None:
             self.cache.reorder(index)
@@ -326,7 +327,8 @@ def beam_search(
     beam never shrinks. A source stops only when none of its live prefixes can still beat its best finished
     output (a live prefix's ``log P`` can only fall, but its ``lp`` can still grow up to ``lp(max_len)``), or at
     ``max_len``. All ``B`` sources are searched together: ``B * W`` rows go through the decoder, the KV cache
-    follows the chosen prefixes, and a source that stops leaves the batch.
+    follows the chosen prefixes, and a source that stops leaves the batch. Each step holds ``B * W * V``
+    log-probabilities: with a large vocabulary, pass a long test split in chunks of sources.
 
     Returns token lists without ``<bos>``, each ending in ``<eos>`` unless ``max_len`` cut it; with
     ``return_hypotheses=True`` each source's list of :class:`Hypothesis` instead (tokens, ``log_prob``,
@@ -346,19 +348,12 @@ def beam_search(
         raise TypeError(f"length_penalty must be a number (alpha, 0.6 in the paper), got {length_penalty!r}")
     if not math.isfinite(length_penalty):
         raise ValueError(f"length_penalty must be a finite number (alpha, 0.6 in the paper), got {length_penalty}")
+    beam_width, length_penalty = int(beam_width), float(length_penalty)  # NumPy scalars from a grid pass too
     model.eval()
     stepper = _Stepper(model, src, use_cache)
-    stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_width))  # W rows per source
+    stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_width))  # (B*W,)
     found = _beam_search_steps(
-        stepper.log_probs,
-        stepper.reorder,
-        src.size(0),
-        max_len,
-        bos_id,
-        eos_id,
-        int(beam_width),
-        float(length_penalty),
-        src.device,
+        stepper.log_probs, stepper.reorder, src.size(0), max_len, bos_id, eos_id, beam_width, length_penalty, src.device
     )
     return found if return_hypotheses else [hypotheses[0].tokens for hypotheses in found]
 
