@@ -357,6 +357,15 @@ def test_search_stops_as_soon_as_no_live_prefix_can_win(alpha):
     assert scores == sorted(scores, reverse=True) and len(hypotheses) <= 2
 
 
+def test_a_source_that_never_finishes_returns_its_prefixes_cut_at_max_len():
+    table = ProbabilityTable({}, default={X: 0.7, Y: 0.3})  # <eos> never has probability
+    hypotheses = table.search(max_len=4, beam_width=2, length_penalty=0.6)
+    assert hypotheses[0].tokens == [X, X, X, X] and len(hypotheses) == 2
+    assert all(len(h.tokens) == 4 and EOS not in h.tokens for h in hypotheses)
+    assert hypotheses[0].log_prob == pytest.approx(4 * math.log(0.7), abs=1e-5)
+    assert hypotheses[0].score > hypotheses[1].score
+
+
 def test_batched_search_keeps_each_source_apart():
     """Three sources in one call, each with its own table row: rows of a finished source leave the batch."""
     tables = [TWO_SHORT_ENDINGS_FIRST, LONG_ANSWER_BEHIND_AN_EARLY_EOS, TWO_SHORT_ENDINGS_FIRST]
@@ -384,10 +393,11 @@ def test_batched_search_keeps_each_source_apart():
 
 @pytest.fixture(scope="session")
 def date_model():
-    """``tl.train_task`` with ``tl.CPU_RECIPE`` cut to 600 of its 1600 steps (about 40 s on one CPU thread;
-    the full recipe takes about 100 s). Label smoothing leaves every token, <eos> included, some probability,
-    so short <eos> endings compete with the right date: on the first 200 validation dates, main's beam search
-    (which stopped after W finished outputs) returned a lower log-probability than greedy decoding for 3."""
+    """``tl.train_task`` with ``tl.CPU_RECIPE`` cut to 600 of its 1600 steps: 59 to 79 s measured on one thread
+    of the shared course machine, where the full recipe took 97 s. Label smoothing leaves every token, <eos>
+    included, some probability, so short <eos> endings compete with the right date: on the first 200
+    validation dates, main's beam search (which stopped after W finished outputs) returned a lower
+    log-probability than greedy decoding for 3, by up to 4.7."""
     task = tl.DateTask(seed=0)
     model = tl.train_task(task, steps=600, progress=False).model.eval()
     return model, task
