@@ -1,6 +1,7 @@
 """The benchmark's plumbing on tiny sizes. It asserts what it measures, never how fast: timings belong to
 `python -m transformer_lib.bench`, not to tests."""
 
+import pytest
 import torch
 
 from transformer_lib import bench
@@ -40,9 +41,16 @@ def test_main_prints_both_tables(capsys, monkeypatch):
         "attention_memory",
         lambda **kw: memory(lengths=(4,), batch=1, d_model=8, num_heads=2, device=kw["device"]),
     )
+    speed = bench.beam_search_speed
+    monkeypatch.setattr(
+        bench,
+        "beam_search_speed",
+        lambda **kw: speed(num_sources=2, max_len=3, config=tiny_date_config(), device=kw["device"], repeats=1),
+    )
     bench.main(["--device", "cpu", "--repeats", "1"])
     out = capsys.readouterr().out
     assert "nn.MultiheadAttention(need_weights=False)" in out and "Growth with T" in out and "Peak memory" in out
+    assert "Beam search" in out and "one source at a time" in out and "sentences/s" in out
 
 
 def test_attention_memory_measures_a_quadratic_explicit_peak_and_a_smaller_fused_one():
@@ -90,10 +98,25 @@ def test_recipe_check_trains_the_date_task_and_scores_both_held_out_splits(monke
     assert 0.0 <= result["valid_exact_match"] <= 1.0 and result["train_s"] > 0
 
 
-
 def test_time_call_summarises_the_runs_as_asked(monkeypatch):
     clock = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])  # three runs of 3, 1 and 2 "seconds"
     monkeypatch.setattr(bench.time, "perf_counter", lambda: next(clock))
     assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0, summary=min) == 1.0
     clock = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])
     assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0) == 2.0  # the median by default
+
+
+def tiny_date_config():
+    import transformer_lib as tl
+
+    return tl.TransformerConfig.cpu_tiny(len(tl.DateTask(num_test=1, num_valid=0).vocab))
+
+
+def test_beam_search_speed_times_both_modes_on_the_same_sources():
+    rows = bench.beam_search_speed(
+        num_sources=3, beam_width=2, max_len=4, config=tiny_date_config(), device=torch.device("cpu"), repeats=1
+    )
+    assert [r["mode"] for r in rows] == ["batched (one call)", "one source at a time"]
+    assert all(r["seconds"] > 0 and r["sentences_per_s"] == pytest.approx(3 / r["seconds"]) for r in rows)
+    assert rows[1]["speedup"] == 1.0 and rows[0]["speedup"] == pytest.approx(rows[1]["seconds"] / rows[0]["seconds"])
+    assert all(r["same_outputs"] for r in rows)  # batching changes the speed, never the search

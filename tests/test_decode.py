@@ -1,3 +1,6 @@
+import math
+import types
+
 import pytest
 import torch
 
@@ -215,3 +218,241 @@ def test_beam_width_must_be_below_the_vocabulary(copy_model):
     with pytest.raises(ValueError, match=f"beam_width={size} must be below the vocabulary size {size}"):
         tl.beam_search(model, sources(task, 1), 5, 1, 2, beam_width=size)
     assert len(tl.beam_search(model, sources(task, 1), 5, 1, 2, beam_width=size - 1)) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Beam search on hand-built next-token tables: the right answer is known by enumerating every output.
+
+PAD, BOS, EOS, X, Y = range(5)  # a five-token vocabulary; the table never gives <pad> or <bos> probability
+
+
+class ProbabilityTable:
+    """Next-token probabilities as a function of the prefix: ``rules[prefix]`` (a dict token -> probability,
+    tokens after <bos>), ``default`` for every prefix without a rule. Serves beam search's core as a step
+    function, the public API as a stand-in model, and the tests as the ground truth (exhaustive search)."""
+
+    vocab_size = 5
+
+    def __init__(self, rules, default):
+        self.rules, self.default = rules, default
+        self.calls = 0
+
+    def probabilities(self, prefix):
+        return self.rules.get(tuple(prefix), self.default)
+
+    def step(self, prefixes):
+        """``prefixes (R, t)`` starting with <bos> -> ``(R, V)`` log-probabilities."""
+        self.calls += 1
+        out = torch.full((prefixes.size(0), self.vocab_size), float("-inf"))  # (R, V)
+        for r, row in enumerate(prefixes.tolist()):
+            for token, p in self.probabilities(row[1:]).items():
+                out[r, token] = torch.tensor(p).log()
+        return out
+
+    def search(self, max_len, beam_width, length_penalty):
+        return tl.decode._beam_search_steps(
+            self.step, lambda index: None, 1, max_len, BOS, EOS, beam_width, length_penalty
+        )[0]
+
+    def best_by_enumeration(self, max_len, alpha):
+        """The highest-scoring output that ends in <eos> within ``max_len`` tokens, by visiting every prefix."""
+        best, frontier = None, [([], 0.0)]
+        while frontier:
+            prefix, log_p = frontier.pop()
+            for token, p in self.probabilities(prefix).items():
+                tokens, total = prefix + [token], log_p + torch.tensor(p).log().item()
+                if token == EOS:
+                    score = total / ((5 + len(tokens)) / 6) ** alpha
+                    if best is None or score > best[1]:
+                        best = (tokens, score)
+                elif len(tokens) < max_len:
+                    frontier.append((tokens, total))
+        return best[0]
+
+    def as_model(self):
+        """The table behind the interface beam_search reads from a Transformer (without a KV cache)."""
+        table = self
+
+        class TableModel(torch.nn.Module):
+            config = types.SimpleNamespace(pad_id=PAD, tgt_vocab_size=table.vocab_size)
+            output_projection = torch.nn.Identity()  # decode already returns the log-probabilities
+
+            def source_mask(self, src):
+                return tl.padding_mask(src, PAD)  # (B, 1, 1, S)
+
+            def encode(self, src, src_mask=None):
+                return torch.zeros(src.size(0), src.size(1), 1)  # (B, S, 1): the table ignores the source
+
+            def decode(self, prefix, memory, src_mask, cache=None):
+                assert cache is None, "the table model has no KV cache: call beam_search with use_cache=False"
+                steps = [table.step(prefix[:, : t + 1]) for t in range(prefix.size(1))]
+                return torch.stack(steps, dim=1)  # (B, t, V)
+
+        return TableModel()
+
+
+# W = 2. Step 1 keeps x (.6) and y (.3). Step 2's best two are xx (.54) and y<eos> (.18): y<eos> finishes.
+# Step 3's best two are xxx (.324) and xx<eos> (.189): a second finished output. The most likely output,
+# xxx<eos> (.321), needs a fourth step; a search that stops after W finished outputs returns xx<eos>.
+TWO_SHORT_ENDINGS_FIRST = ProbabilityTable(
+    {
+        (): {X: 0.6, Y: 0.3, EOS: 0.1},
+        (X,): {X: 0.9, Y: 0.04, EOS: 0.06},
+        (Y,): {EOS: 0.6, X: 0.23, Y: 0.17},
+        (X, X): {X: 0.6, EOS: 0.35, Y: 0.05},
+        (X, X, X): {EOS: 0.99, X: 0.006, Y: 0.004},
+    },
+    default={EOS: 0.7, X: 0.17, Y: 0.13},
+)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_search_does_not_stop_when_w_short_endings_finish_first(alpha):
+    table = TWO_SHORT_ENDINGS_FIRST
+    best = table.best_by_enumeration(max_len=8, alpha=alpha)
+    assert best == [X, X, X, EOS]
+    model, src = table.as_model(), torch.tensor([[5, 6]])
+    found = tl.beam_search(
+        model, src, 8, BOS, EOS, beam_width=2, length_penalty=alpha, use_cache=False, return_hypotheses=True
+    )
+    hypotheses = found[0]
+    assert hypotheses[0].tokens == best
+    assert hypotheses[0].log_prob == pytest.approx(math.log(0.6 * 0.9 * 0.6 * 0.99), abs=1e-5)
+    assert [X, X, EOS] in [h.tokens for h in hypotheses[1:]]  # the short ending was found, and ranked below
+    assert tl.beam_search(model, src, 8, BOS, EOS, beam_width=2, length_penalty=alpha, use_cache=False) == [best]
+
+
+# <eos> first is the most likely single token (.5), so it finishes at step 1 with score log .5 = -0.69. The live
+# x (.4) has log P -0.92, which is below -0.69 as a raw log-probability and below it after dividing by lp(2);
+# but x x ... x <eos> (ten tokens, log P -1.01) scores -1.01 / lp(10) = -0.58: only the bound log P / lp(max_len)
+# keeps it alive.
+LONG_ANSWER_BEHIND_AN_EARLY_EOS = ProbabilityTable(
+    {(): {EOS: 0.5, X: 0.4, Y: 0.1}, **{(X,) * n: {X: 0.99, EOS: 0.005, Y: 0.005} for n in range(1, 9)}},
+    default={EOS: 0.99, X: 0.005, Y: 0.005},
+)
+
+
+def test_the_stopping_bound_lets_a_longer_output_win_under_the_length_penalty():
+    table = LONG_ANSWER_BEHIND_AN_EARLY_EOS
+    best = table.best_by_enumeration(max_len=10, alpha=0.6)
+    assert best == [X] * 9 + [EOS]
+    hypotheses = table.search(max_len=10, beam_width=2, length_penalty=0.6)
+    assert hypotheses[0].tokens == best and hypotheses[0].score > -0.6
+    assert [EOS] in [h.tokens for h in hypotheses]  # finished at step 1 and then overtaken
+    # without a length penalty the same table's best output is <eos> alone, and the search stops after one step
+    table.calls = 0
+    assert table.search(max_len=10, beam_width=2, length_penalty=0.0)[0].tokens == [EOS]
+    assert table.best_by_enumeration(max_len=10, alpha=0.0) == [EOS]
+    assert table.calls == 1
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+def test_search_stops_as_soon_as_no_live_prefix_can_win(alpha):
+    table = TWO_SHORT_ENDINGS_FIRST
+    table.calls = 0
+    hypotheses = table.search(max_len=30, beam_width=2, length_penalty=alpha)
+    assert hypotheses[0].tokens == table.best_by_enumeration(max_len=8, alpha=alpha) == [X, X, X, EOS]
+    assert table.calls == 4  # not 30: when xxx<eos> finishes (step 4) no live prefix can reach its score
+    scores = [h.score for h in hypotheses]
+    assert scores == sorted(scores, reverse=True) and len(hypotheses) <= 2
+
+
+def test_a_source_that_never_finishes_returns_its_prefixes_cut_at_max_len():
+    table = ProbabilityTable({}, default={X: 0.7, Y: 0.3})  # <eos> never has probability
+    hypotheses = table.search(max_len=4, beam_width=2, length_penalty=0.6)
+    assert hypotheses[0].tokens == [X, X, X, X] and len(hypotheses) == 2
+    assert all(len(h.tokens) == 4 and EOS not in h.tokens for h in hypotheses)
+    assert hypotheses[0].log_prob == pytest.approx(4 * math.log(0.7), abs=1e-5)
+    assert hypotheses[0].score > hypotheses[1].score
+
+
+def test_batched_search_keeps_each_source_apart():
+    """Three sources in one call, each with its own table row: rows of a finished source leave the batch."""
+    tables = [TWO_SHORT_ENDINGS_FIRST, LONG_ANSWER_BEHIND_AN_EARLY_EOS, TWO_SHORT_ENDINGS_FIRST]
+    rows_seen = []
+
+    def step(prefixes):  # (A*W, t): source by source, W rows each
+        rows_seen.append(prefixes.size(0))
+        per_source = prefixes.view(len(active), 2, -1)  # (A, W, t)
+        return torch.cat([tables[s].step(p) for s, p in zip(active, per_source, strict=True)])  # (A*W, V)
+
+    def reorder(index):
+        kept = sorted({i // 2 for i in index.tolist()})  # block i // W belongs to the source in slot i // W
+        active[:] = [active[k] for k in kept]
+
+    active = [0, 1, 2]
+    found = tl.decode._beam_search_steps(step, reorder, 3, 10, BOS, EOS, 2, 0.6)
+    alone = [table.search(10, 2, 0.6) for table in tables]
+    assert [[h.tokens for h in hyps] for hyps in found] == [[h.tokens for h in hyps] for hyps in alone]
+    assert rows_seen[0] == 6 and rows_seen[-1] == 2  # sources that are done stop costing decoder rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Beam search on a date model trained with the course's recipe.
+
+
+@pytest.fixture(scope="session")
+def date_model():
+    """``tl.train_task`` with ``tl.CPU_RECIPE`` cut to 600 of its 1600 steps: 59 to 79 s measured on one thread
+    of the shared course machine, where the full recipe took 97 s. Label smoothing leaves every token, <eos>
+    included, some probability, so short <eos> endings compete with the right date: on the first 200
+    validation dates, main's beam search (which stopped after W finished outputs) returned a lower
+    log-probability than greedy decoding for 3, by up to 4.7."""
+    task = tl.DateTask(seed=0)
+    model = tl.train_task(task, steps=600, progress=False).model.eval()
+    return model, task
+
+
+def greedy_and_beam_log_probs(model, task, src, **beam_settings):
+    v = task.vocab
+    greedy = tl.greedy_decode(model, src, 11, v.bos_id, v.eos_id)  # (B, <= 11)
+    greedy_log_p = tl.sequence_log_prob(model, src, greedy, v.bos_id, v.eos_id)  # (B,)
+    found = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, return_hypotheses=True, **beam_settings)
+    return greedy_log_p, torch.tensor([hyps[0].log_prob for hyps in found]), found
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_never_finds_a_less_likely_date_than_greedy(date_model, alpha):
+    model, task = date_model
+    src = tl.make_batch(task.valid_pairs[:200], task.vocab).src  # (200, S): held out from training
+    greedy_log_p, beam_log_p, found = greedy_and_beam_log_probs(model, task, src, beam_width=4, length_penalty=alpha)
+    gap = beam_log_p - greedy_log_p  # (200,)
+    assert (gap >= -1e-4).all(), f"beam below greedy for {int((gap < -1e-4).sum())} dates, by up to {-gap.min():.2f}"
+    # the trap is there: some source finished a shorter output before its best one
+    assert any(len(h.tokens) < len(hyps[0].tokens) for hyps in found for h in hyps[1:])
+    best = [torch.tensor(hyps[0].tokens) for hyps in found]
+    padded = torch.nn.utils.rnn.pad_sequence(best, batch_first=True, padding_value=task.vocab.pad_id)  # (200, T)
+    rescored = tl.sequence_log_prob(model, src, padded, task.vocab.bos_id, task.vocab.eos_id)  # (200,)
+    torch.testing.assert_close(rescored, beam_log_p, atol=1e-4, rtol=0)  # the log P that beam reports is the model's
+
+
+def test_batched_beam_equals_one_source_at_a_time_with_and_without_cache(date_model):
+    model, task = date_model
+    v = task.vocab
+    src = tl.make_batch(task.valid_pairs[:24], v).src  # (24, S): padded to the longest source
+    batched = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, beam_width=3, return_hypotheses=True)
+    uncached = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, beam_width=3, use_cache=False, return_hypotheses=True)
+    for i, (pair, hyps) in enumerate(zip(task.valid_pairs[:24], batched, strict=True)):
+        alone_src = tl.make_batch([pair], v).src  # (1, S_i): no padding
+        (alone,) = tl.beam_search(model, alone_src, 11, v.bos_id, v.eos_id, beam_width=3, return_hypotheses=True)
+        for other in (alone, uncached[i]):
+            assert [h.tokens for h in other] == [h.tokens for h in hyps]
+            assert [h.log_prob for h in other] == pytest.approx([h.log_prob for h in hyps], abs=1e-4)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_of_width_1_is_greedy_on_the_date_model(date_model, alpha):
+    model, task = date_model
+    v = task.vocab
+    src = tl.make_batch(task.valid_pairs[:200], v).src  # (200, S)
+    greedy = tl.greedy_decode(model, src, 11, v.bos_id, v.eos_id)  # (200, <= 11)
+    beam = tl.beam_search(model, src, 11, v.bos_id, v.eos_id, beam_width=1, length_penalty=alpha)
+    assert [[t for t in row if t != v.pad_id] for row in greedy.tolist()] == beam
+
+
+def test_beam_search_rejects_a_length_penalty_that_is_not_a_finite_number(copy_model):
+    model, task = copy_model
+    with pytest.raises(ValueError, match="length_penalty must be a finite number"):
+        tl.beam_search(model, sources(task, 1), 5, 1, 2, length_penalty=float("nan"))
+    with pytest.raises(TypeError, match="length_penalty must be a number"):
+        tl.beam_search(model, sources(task, 1), 5, 1, 2, length_penalty="0.6")

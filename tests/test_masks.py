@@ -54,3 +54,23 @@ def test_causal_mask_rejects_impossible_sizes(bad):
 def test_padding_mask_rejects_wrong_rank():
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         tl.padding_mask(torch.zeros(2, 3, 4, dtype=torch.long), 0)
+
+
+def test_check_mask_advises_the_3d_padding_mask_for_3d_scores():
+    """For scores (B, T_q, T_k) the advice must be a mask that then passes: tl.padding_mask(...)[:, 0]."""
+    tokens = torch.tensor([[5, 6, 0, 0, 0, 0, 0], [7, 8, 9, 0, 0, 0, 0]])  # (B, T_k) = (2, 7)
+    with pytest.raises(ValueError) as error:
+        tl.masks.check_mask(tl.padding_mask(tokens, 0)[:, 0, 0], (2, 5, 7))  # a (B, T_k) mask
+    message = str(error.value)
+    assert "tl.padding_mask(tokens, pad_id)[:, 0], which gives (B, 1, T_k)" in message
+    assert "(B, 1, 1, T_k)" not in message  # the 4-D form would fail the same check again
+    assert "For scores (B, T_q, T_k): padding (B, 1, T_k), causal (1, T_q, T_k)" in message
+    tl.masks.check_mask(tl.padding_mask(tokens, 0)[:, 0], (2, 5, 7))  # the advice passes
+    tl.masks.check_mask(tl.causal_mask(5, 7)[0], (2, 5, 7))
+    with pytest.raises(ValueError, match=r"expected a padding mask \(B, 1, T_k\), a causal mask \(1, T_q, T_k\)"):
+        tl.masks.check_mask(torch.ones(3, 1, 7, dtype=torch.bool), (2, 5, 7))
+
+
+def test_check_mask_advises_the_4d_padding_mask_for_4d_scores():
+    with pytest.raises(ValueError, match=r"tl.padding_mask\(tokens, pad_id\), which gives \(B, 1, 1, T_k\)"):
+        tl.masks.check_mask(torch.ones(2, 7, dtype=torch.bool), (2, 4, 5, 7))

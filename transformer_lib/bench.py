@@ -1,5 +1,5 @@
-"""``python -m transformer_lib.bench``: our attention against PyTorch's, and how attention grows with T;
-``--recipe``: the CPU training recipe on the date task, timed.
+"""``python -m transformer_lib.bench``: our attention against PyTorch's, how attention grows with T, and the
+speed of beam search over a batch of sources; ``--recipe``: the CPU training recipe on the date task, timed.
 
 Speed and memory claims of the course live here, never in timed tests. Each timing is the median of several
 repeats after warm-up. On a CUDA machine everything runs there. Peak memory is measured on both devices: on
@@ -19,13 +19,22 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
-from .data import DateTask
-from .decode import exact_match
+from .data import DateTask, make_batch
+from .decode import beam_search, exact_match
 from .interop import copy_from_torch
+from .model import Transformer, TransformerConfig
 from .runtime import pick_device, seed_everything
 from .train import CPU_RECIPE, train_task
 
-__all__ = ["time_call", "peak_memory_MiB", "compare_attention", "attention_growth", "attention_memory", "main"]
+__all__ = [
+    "time_call",
+    "peak_memory_MiB",
+    "compare_attention",
+    "attention_growth",
+    "attention_memory",
+    "beam_search_speed",
+    "main",
+]
 
 
 def _sync(device: torch.device) -> None:
@@ -211,6 +220,47 @@ def attention_memory(
     return _both_paths_as_t_grows(lengths, batch, d_model, num_heads, device, measure, "peak_MiB")
 
 
+def beam_search_speed(
+    num_sources: int = 64,
+    beam_width: int = 4,
+    max_len: int = 11,
+    config: TransformerConfig | None = None,
+    device: torch.device | None = None,
+    repeats: int = 3,
+) -> list[dict]:
+    """Sentences per second of :func:`~transformer_lib.decode.beam_search` on ``num_sources`` date sources: all
+    in one call (``B * W`` rows through the decoder each step) and one call per source (``W`` rows).
+
+    The model is an untrained ``config`` (``TransformerConfig.cpu_small`` by default) over the date task's
+    vocabulary: training would cost more than the measurement, and an untrained model rarely puts ``<eos>``
+    first, so nearly every source runs to ``max_len`` in both modes and they do the same work. Each time is
+    the median of ``repeats`` runs after one warm-up. ``same_outputs`` says whether both modes returned the
+    same tokens for every source (they should: batching changes the speed, not the search).
+    """
+    device = device or pick_device()
+    task = DateTask(num_test=num_sources, num_valid=0)
+    vocab = task.vocab
+    seed_everything(0)
+    model = Transformer(config or TransformerConfig.cpu_small(len(vocab))).to(device).eval()
+    sources = [make_batch([pair], vocab).src.to(device) for pair in task.test_pairs]  # num_sources x (1, S_i)
+    batch = make_batch(task.test_pairs, vocab).src.to(device)  # (num_sources, S)
+
+    def search(src: torch.Tensor) -> list[list[int]]:
+        return beam_search(model, src, max_len, vocab.bos_id, vocab.eos_id, beam_width=beam_width)
+
+    modes = {
+        "batched (one call)": lambda: search(batch),
+        "one source at a time": lambda: [tokens for src in sources for tokens in search(src)],
+    }
+    rows = [{"mode": mode, "seconds": time_call(run, device, repeats, warmup=1)} for mode, run in modes.items()]
+    same = search(batch) == modes["one source at a time"]()
+    for row in rows:
+        row["sentences_per_s"] = num_sources / row["seconds"]
+        row["speedup"] = rows[1]["seconds"] / row["seconds"]
+        row["same_outputs"] = same
+    return rows
+
+
 def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
     widths = [max(len(title), 12) for _, title, _ in columns]
     widths[0] = max(widths[0], *(len(str(r[columns[0][0]])) for r in rows))
@@ -283,6 +333,20 @@ def main(argv: list[str] | None = None) -> None:
             ("weights_MiB", "weights MiB", ".1f"),
             ("fast_peak_MiB", "fast peak", ".1f"),
             ("explicit_peak_MiB", "explicit peak", ".1f"),
+        ],
+    )
+    speed = beam_search_speed(device=device, repeats=max(1, args.repeats // 3))
+    print(
+        "\nBeam search, W=4, max_len=11, 64 date sources, untrained cpu_small model "
+        f"(median seconds; both modes return the same outputs: {speed[0]['same_outputs']})"
+    )
+    _print_table(
+        speed,
+        [
+            ("mode", "mode", "s"),
+            ("seconds", "seconds", ".3f"),
+            ("sentences_per_s", "sentences/s", ".1f"),
+            ("speedup", "x", ".1f"),
         ],
     )
 

@@ -61,7 +61,8 @@ class _Stepper:
         return _next_token_log_probs(self.model, hidden[:, -1])  # (B, V)
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Follow beam search's choice of hypotheses: keep rows ``index`` of the memory and the cache."""
+        """Row ``i`` of the next step continues row ``index[i]`` of the last: beam search copies each source ``W``
+        times, follows its chosen prefixes and drops the rows of sources that are done, in the memory and cache."""
         self.memory, self.src_mask = self.memory[index], self.src_mask[index]
         if self.cache is not None:
             self.cache.reorder(index)
@@ -190,53 +191,119 @@ class Hypothesis:
     score: float
 
 
+def _length_penalty(length: int, alpha: float) -> float:
+    """GNMT's ``lp = ((5 + length) / 6) ** alpha`` (Wu et al. 2016, "Google's Neural Machine Translation System")."""
+    return ((5 + length) / 6) ** alpha
+
+
 def _length_normalised(log_prob: float, length: int, alpha: float) -> float:
-    """GNMT's ``log P / lp`` with ``lp = ((5 + length) / 6) ** alpha`` (Wu et al. 2016)."""
-    return log_prob / (((5 + length) / 6) ** alpha)
+    """The score beam search ranks finished outputs by: ``log P / lp(length)``."""
+    return log_prob / _length_penalty(length, alpha)
 
 
-def _beam_search_one(
-    model: Transformer,
-    row: torch.Tensor,
+def _best_reachable_score(log_prob: torch.Tensor, length: int, max_len: int, alpha: float) -> torch.Tensor:
+    """An upper bound on the score that live prefixes of ``length`` tokens with log-probabilities ``log_prob``
+    (any shape) can still reach, so beam search can stop once its best finished output is at least this good.
+
+    A prefix finishes at some length ``L`` in ``[length + 1, max_len]`` with ``log P <= log_prob <= 0``: every
+    further token multiplies ``P`` by a probability <= 1. Its score is ``log P / lp(L) <= log_prob / lp(L)``
+    (``lp > 0``), and as ``log_prob <= 0`` that is largest where ``lp(L)`` is largest. ``lp`` is monotone in
+    ``L`` (growing for ``alpha > 0``), so the largest is at one end: ``lp(max_len)`` for ``alpha > 0``,
+    ``lp(length + 1)`` for ``alpha < 0``, 1 for ``alpha = 0`` (the bound is then ``log_prob`` itself). Dividing
+    by ``lp(length)`` instead, as if the prefix stopped now, is no bound for ``alpha > 0``: a longer ending
+    divides the (barely smaller) ``log P`` by a larger ``lp`` and can still win.
+    """
+    largest_lp = max(_length_penalty(length + 1, alpha), _length_penalty(max_len, alpha))
+    return log_prob / largest_lp
+
+
+def _beam_search_steps(
+    step: Callable[[torch.Tensor], torch.Tensor],
+    reorder: Callable[[torch.Tensor], None],
+    num_sources: int,
     max_len: int,
     bos_id: int,
     eos_id: int,
     beam_width: int,
     length_penalty: float,
-    use_cache: bool,
-) -> list[Hypothesis]:
-    """Every hypothesis that beam search finished for one source ``row (S,)``, best first."""
-    device = row.device
-    stepper = _Stepper(model, row[None], use_cache)
-    beams = torch.full((1, 1), bos_id, dtype=torch.long, device=device)  # (W, t): live prefixes
-    scores = torch.zeros(1, device=device)  # (W,): their log-probabilities
-    finished: list[Hypothesis] = []
-    for _ in range(max_len):
-        log_probs = scores[:, None] + stepper.log_probs(beams)  # (W, V)
-        top_scores, top_index = log_probs.flatten().topk(beam_width)  # best W continuations of all W * V
-        origin, token = top_index // log_probs.size(1), top_index % log_probs.size(1)
-        keep = []
-        for score, o, t in zip(top_scores.tolist(), origin.tolist(), token.tolist(), strict=True):
-            if score == float("-inf"):  # <pad>, never a continuation
-                continue
-            if t == eos_id:
-                tokens = beams[o, 1:].tolist() + [eos_id]
-                finished.append(Hypothesis(tokens, score, _length_normalised(score, len(tokens), length_penalty)))
-            else:
-                keep.append((score, o, t))
-        # A beam that ended in <eos> leaves the live set, which holds fewer than W prefixes until the next step.
-        if len(finished) >= beam_width or not keep:
+    device: torch.device | str = "cpu",
+) -> list[list[Hypothesis]]:
+    """Beam search over ``num_sources`` sources at once; each source's finished hypotheses, best first.
+
+    The model enters only through two callables, so the search can be tested on a hand-built table:
+    ``step(prefixes (R, t)) -> (R, V)`` gives the next-token log-probabilities of ``R`` prefixes (each starting
+    with ``<bos>``; ``R = A * W``: ``W`` rows for each of the ``A`` sources still searching, in their original
+    order, so the first call gets ``num_sources * W`` rows), and ``reorder(index (R',))`` tells it that row ``i``
+    of the next call continues row ``index[i]`` of the last one (the model-backed :class:`_Stepper` reorders
+    its encoder memory and KV cache; a table needs nothing).
+
+    Every step, for each source: extend its ``W`` live prefixes by every token, take the best ``2W`` of these
+    ``W * V`` continuations by log-probability, set aside as finished those that end in ``<eos>`` and rank
+    among the best ``W``, and keep the best ``W`` that do not end in ``<eos>`` as the next live prefixes
+    (each live prefix has one ``<eos>`` continuation, so at most ``W`` of the ``2W`` end in it). A finished
+    output therefore never shrinks the live beam.
+    An ``<eos>`` ranked below the best ``W`` would not be in a width-``W`` beam, so it is not kept: that makes
+    ``W = 1`` greedy decoding for ``alpha = 0`` (and in practice for the default alpha, see the tests).
+
+    A source stops when no live prefix can still beat its best finished score (see
+    :func:`_best_reachable_score`), or at ``max_len``; its rows then leave the batch, so the decoder only runs
+    on sources still searching. A source that finished nothing by ``max_len`` returns its live prefixes,
+    cut at ``max_len`` without ``<eos>``. At most the ``W`` best finished hypotheses are kept per source.
+    """
+    width, alpha = beam_width, length_penalty
+    found: list[list[Hypothesis]] = [[] for _ in range(num_sources)]
+    active = list(range(num_sources))  # the sources still searching, in row-block order
+    prefixes = torch.full((num_sources * width, 1), bos_id, dtype=torch.long, device=device)  # (A*W, 1)
+    # (A, W) live log-probabilities. Only one copy of <bos> is live; the others start at -inf, so the first
+    # step does not pick the same continuation W times. A row at -inf is dead: it is never finished or returned.
+    live = torch.full((num_sources, width), float("-inf"), device=device)
+    live[:, 0] = 0.0
+    rank = torch.arange(2 * width, device=device)  # (2W,)
+    for length in range(1, max_len + 1):  # length: tokens after <bos> in each continuation
+        log_probs = step(prefixes)  # (A*W, V)
+        vocab_size = log_probs.size(-1)
+        candidates = (live.reshape(-1, 1) + log_probs).view(len(active), width * vocab_size)  # (A, W*V)
+        top_scores, top_index = candidates.topk(2 * width, dim=1)  # (A, 2W), best first
+        origin, token = top_index // vocab_size, top_index % vocab_size  # (A, 2W): live row, new token
+        is_eos = token == eos_id  # (A, 2W)
+        # the best W non-<eos> continuations, in rank order: sorting by (ends in <eos>, rank) puts them first
+        keep = (is_eos.long() * 2 * width + rank).argsort(dim=1)[:, :width]  # (A, W)
+        live = top_scores.gather(1, keep).masked_fill(is_eos.gather(1, keep), float("-inf"))  # (A, W)
+        rows = (torch.arange(len(active), device=device)[:, None] * width + origin.gather(1, keep)).flatten()
+        prefixes_next = torch.cat([prefixes[rows], token.gather(1, keep).reshape(-1, 1)], dim=1)  # (A*W, t+1)
+
+        finishing = (is_eos[:, :width] & top_scores[:, :width].isfinite()).nonzero().tolist()  # <eos> in best W
+        if finishing:
+            top_list, origin_list = top_scores.tolist(), origin.tolist()
+        for a, k in finishing:
+            log_prob, source = top_list[a][k], active[a]
+            tokens = prefixes[a * width + origin_list[a][k], 1:].tolist() + [eos_id]
+            found[source].append(Hypothesis(tokens, log_prob, _length_normalised(log_prob, length, alpha)))
+            found[source] = sorted(found[source], key=lambda h: h.score, reverse=True)[:width]  # stable sort
+        reachable = _best_reachable_score(live[:, 0], length, max_len, alpha).tolist()  # (A,): from the best live row
+        still: list[int] = []  # positions in `active` of the sources that go on
+        for a, source in enumerate(active):
+            hypotheses = found[source]
+            can_improve = reachable[a] > float("-inf") and (not hypotheses or reachable[a] > hypotheses[0].score)
+            if length < max_len and can_improve:
+                still.append(a)
+            elif not hypotheses:  # max_len reached with nothing finished: rank the cut prefixes
+                found[source] = sorted(
+                    (
+                        Hypothesis(prefixes_next[a * width + j, 1:].tolist(), s, _length_normalised(s, length, alpha))
+                        for j, s in enumerate(live[a].tolist())
+                        if s > float("-inf")
+                    ),
+                    key=lambda h: h.score,
+                    reverse=True,
+                )
+        if not still:
             break
-        index = torch.tensor([o for _, o, _ in keep], device=device)
-        stepper.reorder(index)
-        beams = torch.cat([beams[index], torch.tensor([[t] for *_, t in keep], device=device)], dim=1)
-        scores = torch.tensor([s for s, _, _ in keep], device=device)
-    if not finished:  # max_len reached: rank the live prefixes instead
-        finished = [
-            Hypothesis(b[1:].tolist(), s, _length_normalised(s, beams.size(1) - 1, length_penalty))
-            for s, b in zip(scores.tolist(), beams, strict=True)
-        ]
-    return sorted(finished, key=lambda h: h.score, reverse=True)
+        kept_rows = (torch.tensor(still, device=device)[:, None] * width + torch.arange(width, device=device)).flatten()
+        reorder(rows[kept_rows])  # follow the chosen prefixes and drop the rows of finished sources
+        prefixes, live = prefixes_next[kept_rows], live[still]
+        active = [active[a] for a in still]
+    return found
 
 
 @torch.no_grad()
@@ -251,18 +318,22 @@ def beam_search(
     use_cache: bool = True,
     return_hypotheses: bool = False,
 ) -> list[list[int]] | list[list[Hypothesis]]:
-    """Keep the ``beam_width`` most likely prefixes at every step; return each source's best finished one.
+    """Keep the ``beam_width`` most likely prefixes at every step; return each source's best finished output.
 
     Hypotheses are ranked by ``log P / lp`` with the GNMT length penalty ``lp = ((5 + length) / 6) ** alpha``
     (``alpha = length_penalty``; the paper uses 0.6), so longer outputs are not punished merely for having
-    more factors below 1. When one of the best continuations ends in ``<eos>`` it is set aside as finished,
-    and for that step fewer than ``beam_width`` prefixes stay live. Sources are searched one at a time,
-    which keeps the bookkeeping readable.
+    more factors below 1. Each step takes the best ``2W`` continuations of the ``W`` live prefixes: those that
+    end in ``<eos>`` (among the best ``W``) are set aside as finished, the best ``W`` others stay live, so the
+    beam never shrinks. A source stops only when none of its live prefixes can still beat its best finished
+    output (a live prefix's ``log P`` can only fall, but its ``lp`` can still grow up to ``lp(max_len)``), or at
+    ``max_len``. All ``B`` sources are searched together: ``B * W`` rows go through the decoder, the KV cache
+    follows the chosen prefixes, and a source that stops leaves the batch. Each step holds ``B * W * V``
+    log-probabilities: with a large vocabulary, pass a long test split in chunks of sources.
 
     Returns token lists without ``<bos>``, each ending in ``<eos>`` unless ``max_len`` cut it; with
     ``return_hypotheses=True`` each source's list of :class:`Hypothesis` instead (tokens, ``log_prob``,
-    ``score``), best first, so the sequence log-probability can be compared with greedy decoding's
-    (:func:`sequence_log_prob`).
+    ``score``), best first (at most ``W`` per source: the finished outputs found before the search stopped),
+    so the sequence log-probability can be compared with greedy decoding's (:func:`sequence_log_prob`).
     """
     check_positive_ints(max_len=max_len)
     vocab_size = model.config.tgt_vocab_size
@@ -273,10 +344,17 @@ def beam_search(
             f"beam_width={beam_width} must be below the vocabulary size {vocab_size}: "
             f"a step can extend a prefix by at most {vocab_size - 1} tokens (<pad> is never emitted)"
         )
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
+        raise TypeError(f"length_penalty must be a number (alpha, 0.6 in the paper), got {length_penalty!r}")
+    if not math.isfinite(length_penalty):
+        raise ValueError(f"length_penalty must be a finite number (alpha, 0.6 in the paper), got {length_penalty}")
+    beam_width, length_penalty = int(beam_width), float(length_penalty)  # NumPy scalars from a grid pass too
     model.eval()
-    found = [
-        _beam_search_one(model, row, max_len, bos_id, eos_id, beam_width, length_penalty, use_cache) for row in src
-    ]
+    stepper = _Stepper(model, src, use_cache)
+    stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_width))  # (B*W,)
+    found = _beam_search_steps(
+        stepper.log_probs, stepper.reorder, src.size(0), max_len, bos_id, eos_id, beam_width, length_penalty, src.device
+    )
     return found if return_hypotheses else [hypotheses[0].tokens for hypotheses in found]
 
 

@@ -50,6 +50,24 @@ def causal_mask(size_q: int, size_k: int | None = None, device: torch.device | s
     return allowed.tril(diagonal=size_k - size_q)[None, None]  # (1, 1, T_q, T_k)
 
 
+def _mask_advice(rank: int) -> dict[str, str]:
+    """The wording ``check_mask`` uses for scores of ``rank`` 3 ``(B, T_q, T_k)`` or 4 ``(B, h, T_q, T_k)``:
+    the scores, the padding and causal mask shapes that fit them, and how to build the padding mask."""
+    if rank == 3:
+        return {
+            "scores": "(B, T_q, T_k)",
+            "padding": "(B, 1, T_k)",
+            "causal": "(1, T_q, T_k)",
+            "build": "tl.padding_mask(tokens, pad_id)[:, 0], which gives (B, 1, T_k)",
+        }
+    return {
+        "scores": "(B, h, T_q, T_k)",
+        "padding": "(B, 1, 1, T_k)",
+        "causal": "(1, 1, T_q, T_k)",
+        "build": "tl.padding_mask(tokens, pad_id), which gives (B, 1, 1, T_k)",
+    }
+
+
 def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.device | None = None) -> None:
     """Raise unless ``mask`` is a bool tensor with the scores' rank that broadcasts to ``scores_shape``.
 
@@ -65,6 +83,7 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.
             f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}; "
             "convert a 0/1 mask with `mask.bool()` or build it with tl.padding_mask / tl.causal_mask"
         )
+    advice = _mask_advice(len(scores_shape))
     if mask.dim() != len(scores_shape):
         leading = ", ".join(["None"] * (len(scores_shape) - 2))
         raise ValueError(
@@ -73,11 +92,11 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.
             "mask (B, T_k) is never mistaken for (T_q, T_k). "
             + (
                 f"A (T_q, T_k) mask shared by every sequence: mask[{leading}]. "
-                "A padding mask (B, T_k): tl.padding_mask(tokens, pad_id), which gives (B, 1, 1, T_k). "
+                f"A padding mask (B, T_k): {advice['build']}. "
                 if mask.dim() == 2 and len(scores_shape) > 2
                 else ""
             )
-            + "For scores (B, h, T_q, T_k): padding (B, 1, 1, T_k), causal (1, 1, T_q, T_k)"
+            + f"For scores {advice['scores']}: padding {advice['padding']}, causal {advice['causal']}"
         )
     try:
         broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
@@ -86,7 +105,7 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.
     if broadcast != scores_shape:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} cannot broadcast to scores {scores_shape}; expected a padding "
-            "mask (B, 1, 1, T_k), a causal mask (1, 1, T_q, T_k), or their combination with &"
+            f"mask {advice['padding']}, a causal mask {advice['causal']}, or their combination with &"
         )
     if device is not None and mask.device != device:
         raise ValueError(f"mask is on {mask.device} but the scores are on {device}: move it with `mask.to({device!r})`")
