@@ -17,6 +17,7 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .decoder import DecoderLayer
 from .encoder import EncoderLayer
+from .layers import LayerNorm
 
 __all__ = ["copy_from_torch", "from_huggingface", "config_from_huggingface", "HUGGINGFACE_MODELS"]
 
@@ -40,7 +41,8 @@ def copy_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
 
     Raises:
         TypeError: for any other pair, or when sizes, biases, ``norm_first``, activation or LayerNorm ``eps``
-            differ, naming what differs. Nothing is copied then.
+            differ, or ours has an option PyTorch's modules lack (rotary positions, RMSNorm), naming what
+            differs. Nothing is copied then.
     """
     copies = []  # (destination, source) pairs, all checked before the first copy
     if isinstance(ours, MultiHeadAttention) and isinstance(theirs, nn.MultiheadAttention):
@@ -82,6 +84,8 @@ def _attention_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, pr
         raise TypeError(f"{prefix}num_heads differ: ours {ours.num_heads}, PyTorch's {theirs.num_heads}")
     if theirs.bias_k is not None:
         raise TypeError(f"{prefix}PyTorch's module has add_bias_kv=True, which ours does not implement")
+    if ours.rope_theta is not None:  # the weights would copy, but the functions would differ
+        raise TypeError(f"{prefix}ours rotates queries and keys (rope_theta={ours.rope_theta}); PyTorch's does not")
     if theirs.in_proj_weight is not None:  # fused: W_Q, W_K, W_V stacked along the output axis
         weights = theirs.in_proj_weight.chunk(3, dim=0)  # 3 x (d_model, d_model)
     else:  # kdim or vdim != embed_dim: three separate matrices
@@ -128,6 +132,8 @@ def _layer_pairs(ours: nn.Module, theirs: nn.Module, attentions: list, residuals
         pairs += _tensor_pair(f"feed_forward.{name}.bias", ours_linear.bias, theirs_linear.bias)
     for number, residual in enumerate(residuals, start=1):
         ours_norm, theirs_norm = getattr(ours, residual).norm, getattr(theirs, f"norm{number}")
+        if not isinstance(ours_norm, LayerNorm):
+            raise TypeError(f"{residual}.norm: ours is {type(ours_norm).__name__}, PyTorch's layers use LayerNorm")
         if ours_norm.eps != theirs_norm.eps:
             raise TypeError(f"{residual}.norm eps differs: ours {ours_norm.eps}, PyTorch's {theirs_norm.eps}")
         pairs += _tensor_pair(f"{residual}.norm.weight", ours_norm.weight, theirs_norm.weight)

@@ -79,7 +79,7 @@ class RMSNorm(nn.Module):
     Sennrich 2019, "Root Mean Square Layer Normalization"; Llama).
 
     ``y = x / sqrt(mean(x^2) + eps) * weight``: LayerNorm without the mean subtraction and without the shift,
-    cheaper by one reduction; the paper found the re-centring contributes little. Computed in at least fp32 (a
+    cheaper by one reduction; its authors report quality comparable to LayerNorm's without the re-centring. Computed in at least fp32 (a
     square of fp16 overflows early), then cast back before the gain, as Llama does, so weights copy across.
     """
 
