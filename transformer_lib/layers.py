@@ -79,8 +79,9 @@ class RMSNorm(nn.Module):
     Sennrich 2019, "Root Mean Square Layer Normalization"; Llama).
 
     ``y = x / sqrt(mean(x^2) + eps) * weight``: LayerNorm without the mean subtraction and without the shift,
-    cheaper by one reduction; its authors report quality comparable to LayerNorm's without the re-centring. Computed in at least fp32 (a
-    square of fp16 overflows early), then cast back before the gain, as Llama does, so weights copy across.
+    cheaper by one reduction; its authors report quality comparable to LayerNorm's without the re-centring.
+    Computed in at least fp32 (a square of fp16 overflows early), then cast back before the gain, as Llama does,
+    so weights copy across.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5):
