@@ -1,4 +1,5 @@
-"""Hugging Face models copied into the library's (``tl.interop.from_huggingface``) compute the same function.
+"""Hugging Face models copied into the library's (``tl.interop.from_huggingface``) compute the same function:
+GPT-2, BERT, MarianMT and Llama (RMSNorm, rotary positions, SwiGLU, grouped-query attention, no biases).
 
 No network: every Hugging Face model is built from a small config with random weights, then every parameter is
 redrawn (norm gains around 1, biases and Marian's logit bias non-zero), so that a weight copied to the wrong
@@ -11,6 +12,7 @@ import torch
 from helpers import max_abs_diff
 
 import transformer_lib as tl
+from transformer_lib.attention import apply_rope
 
 transformers = pytest.importorskip("transformers")
 
@@ -270,15 +272,133 @@ def test_marian_cached_greedy_decoding_equals_hugging_faces(marian):
     assert finished.any() and (got[finished][:, -1] == PAD_MARIAN).all()
 
 
+# --- Llama ------------------------------------------------------------------------------------------------
+
+KV_HEADS, ROPE_THETA = 2, 500.0  # grouped-query (4 query heads share 2 key/value heads); a non-default theta
+
+
+def llama_config(**changes):
+    settings = dict(
+        vocab_size=VOCAB,
+        hidden_size=D_MODEL,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        max_position_embeddings=32,
+        rope_parameters={"rope_type": "default", "rope_theta": ROPE_THETA},
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    return transformers.LlamaConfig(**{**settings, **changes})
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    torch.manual_seed(0)
+    theirs = reloaded(redraw(transformers.LlamaForCausalLM(llama_config()), seed=30), tmp_path_factory.mktemp("llama"))
+    return theirs, tl.from_huggingface(theirs)
+
+
+def test_llama_config_turns_on_llamas_switches(llama):
+    theirs, ours = llama
+    c = ours.config
+    assert isinstance(ours, tl.DecoderOnlyLM) and not ours.training
+    assert (c.norm_first, c.norm, c.positional, c.rope_theta, c.activation, c.n_kv_heads, c.bias) == (
+        True, "rmsnorm", "rope", ROPE_THETA, "swiglu", KV_HEADS, False,
+    )
+    assert (c.scale_embeddings, c.tie_embeddings, c.layer_norm_eps) == (False, False, 1e-6)
+    assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in theirs.parameters())
+
+
+def test_llama_logits_equal_with_and_without_a_padding_mask(llama):
+    theirs, ours = llama
+    ids, attention_mask = padded_batch(seed=31)
+    with torch.no_grad():
+        unmasked = ours(ids)
+        assert max_abs_diff(unmasked, theirs(ids).logits) <= TOLERANCE
+        expected = theirs(ids, attention_mask=attention_mask).logits  # (B, T, V)
+        got = ours(ids, mask=as_padding_mask(attention_mask))  # (B, T, V)
+    real = attention_mask.bool()  # padded positions' logits mean nothing on either side
+    assert max_abs_diff(got[real], expected[real]) <= TOLERANCE
+    assert max_abs_diff(unmasked[real], expected[real]) > 1e-3  # the mask matters (row 2's left padding)
+
+
+def test_llama_cached_greedy_generation_equals_hugging_faces(llama):
+    theirs, ours = llama
+    prompt = torch.randint(0, VOCAB, (3, 4), generator=torch.Generator().manual_seed(32))
+    with torch.no_grad():  # eos_token_id=None: both run the full 12 steps
+        expected = theirs.generate(prompt, do_sample=False, max_new_tokens=12, eos_token_id=None, pad_token_id=0)
+    got = tl.lm.generate(ours, prompt, 12, use_cache=True)
+    assert torch.equal(got, expected), (got, expected)
+    assert len(set(got[:, 4:].flatten().tolist())) > 2  # not one token repeated: the comparison has teeth
+
+
+def test_llama_rope_layout_is_permuted_at_the_copy():
+    """Ours rotates neighbouring pairs (2i, 2i+1); Hugging Face's "rotate half" pairs (i, i + d_k/2). The row
+    permutation of interop._rope_rows turns one into the other: rotating then permuting equals permuting then
+    rotating, for queries and keys at any position."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    config = llama_config()
+    d_k = D_MODEL // HEADS
+    q, k = torch.randn(2, HEADS, 6, d_k), torch.randn(2, KV_HEADS, 6, d_k)  # (B, h, T, d_k), Hugging Face's layout
+    positions = torch.arange(3, 9)  # not from 0: as after a cache
+    cos, sin = LlamaRotaryEmbedding(config)(q, positions[None])  # (1, T, d_k) each
+    their_q, their_k = apply_rotary_pos_emb(q, k, cos, sin)
+
+    def to_ours(x):  # the per-head feature order of interop._rope_rows, applied to activations
+        return tl.interop._rope_rows(x.movedim(-1, 0), 1).movedim(0, -1)
+
+    for theirs, x in ((their_q, q), (their_k, k)):
+        assert max_abs_diff(to_ours(theirs), apply_rope(to_ours(x), positions, ROPE_THETA)) <= 1e-6
+        assert max_abs_diff(theirs, apply_rope(x, positions, ROPE_THETA)) > 1e-2  # unpermuted, the layouts differ
+
+
+def test_llama_copy_without_the_permutation_would_differ(llama, monkeypatch):
+    theirs, _ = llama
+    monkeypatch.setattr(tl.interop, "_rope_rows", lambda weight, num_heads: weight)  # Hugging Face's rows as they are
+    unpermuted = tl.from_huggingface(theirs)
+    ids, _ = padded_batch(seed=33)
+    with torch.no_grad():
+        assert max_abs_diff(unpermuted(ids), theirs(ids).logits) > 1e-2
+
+
+def test_llama_with_biases_and_multi_query_attention_copies_them():
+    config = llama_config(num_key_value_heads=1, attention_bias=True, mlp_bias=True, tie_word_embeddings=True)
+    theirs = redraw(transformers.LlamaForCausalLM(config), seed=34)
+    ours = tl.from_huggingface(theirs)
+    assert (ours.config.bias, ours.config.n_kv_heads, ours.config.tie_embeddings) == (True, 1, True)
+    assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in theirs.parameters())
+    ids, _ = padded_batch(seed=35)
+    with torch.no_grad():
+        assert max_abs_diff(ours(ids), theirs(ids).logits) <= TOLERANCE
+
+
+def test_llama_settings_our_blocks_lack_are_refused_clearly():
+    scaled = {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}
+    with pytest.raises(ValueError, match="rope_type='linear'"):
+        tl.interop.config_from_huggingface(llama_config(rope_parameters=scaled))
+    with pytest.raises(ValueError, match="head_dim=16"):
+        tl.interop.config_from_huggingface(llama_config(head_dim=16))
+    with pytest.raises(ValueError, match="attention_bias=True but mlp_bias=False"):
+        tl.interop.config_from_huggingface(llama_config(attention_bias=True))
+    with pytest.raises(ValueError, match="hidden_act='gelu'"):
+        tl.interop.config_from_huggingface(llama_config(hidden_act="gelu"))
+
+
 # --- errors -----------------------------------------------------------------------------------------------
 
 
 def test_unknown_model_types_name_the_supported_ones():
     model = transformers.GPT2Model(transformers.GPT2Config(vocab_size=10, n_embd=8, n_layer=1, n_head=2))
-    with pytest.raises(TypeError, match="GPT2LMHeadModel, BertForMaskedLM, MarianMTModel; got GPT2Model"):
+    with pytest.raises(
+        TypeError, match="GPT2LMHeadModel, BertForMaskedLM, MarianMTModel, LlamaForCausalLM; got GPT2Model"
+    ):
         tl.from_huggingface(model)
-    with pytest.raises(ValueError, match="gpt2, bert and marian configs, got model_type='llama'"):
-        tl.interop.config_from_huggingface(transformers.LlamaConfig())
+    with pytest.raises(ValueError, match="gpt2, bert, marian and llama configs, got model_type='t5'"):
+        tl.interop.config_from_huggingface(transformers.T5Config())
 
 
 def test_settings_our_blocks_lack_are_refused_clearly():

@@ -77,6 +77,17 @@ def test_decoder_layer_equals_pytorch_after_copy(norm_first):
             nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, activation="gelu"),
             "ReLU",
         ),
+        (
+            tl.MultiHeadAttention(D_MODEL, HEADS, rope_theta=10000.0),
+            nn.MultiheadAttention(D_MODEL, HEADS),
+            "ours rotates queries and keys",
+        ),
+        (tl.MultiHeadAttention(D_MODEL, HEADS, num_kv_heads=1), nn.MultiheadAttention(D_MODEL, HEADS), "w_k.weight"),
+        (
+            tl.EncoderLayer(D_MODEL, HEADS, D_FF, norm="rmsnorm"),
+            nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF),
+            "ours is RMSNorm, PyTorch's layers use LayerNorm",
+        ),
     ],
 )
 def test_other_pairs_and_mismatched_sizes_raise_type_error_and_copy_nothing(ours, theirs, named):

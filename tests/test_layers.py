@@ -102,7 +102,8 @@ def test_feed_forward_activation_is_the_named_formula(activation, formula):
 
 
 def test_feed_forward_names_the_known_activations():
-    with pytest.raises(ValueError, match=r"activation must be one of \('relu', 'gelu', 'gelu_tanh', 'silu'\), got"):
+    known = r"\('relu', 'gelu', 'gelu_tanh', 'silu', 'swiglu'\)"
+    with pytest.raises(ValueError, match=rf"activation must be one of {known}, got"):
         tl.PositionwiseFeedForward(8, 32, activation="swish")
 
 

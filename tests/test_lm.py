@@ -13,7 +13,7 @@ def tiny_config(**changes) -> LMConfig:
     )
 
 
-@pytest.mark.parametrize("positional", ["learned", "sinusoidal"])
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope"])
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_decoder_only_cannot_see_the_future(positional, norm_first):
     torch.manual_seed(0)
@@ -44,10 +44,15 @@ def test_masked_lm_ignores_padding_keys():
     torch.testing.assert_close(model(tokens), model(padded)[:, :6], atol=1e-5, rtol=1e-5)
 
 
+# Llama's switches on the tiny model: rotary positions (offset by the cache), grouped keys and values in the cache
+MODERN = dict(positional="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=1, bias=False)
+
+
+@pytest.mark.parametrize("options", [{}, MODERN], ids=["paper", "modern"])
 @pytest.mark.parametrize("sampling", [False, True])
-def test_cached_generation_equals_uncached(sampling):
+def test_cached_generation_equals_uncached(sampling, options):
     torch.manual_seed(0)
-    model = tl.DecoderOnlyLM(tiny_config())
+    model = tl.DecoderOnlyLM(tiny_config(**options))
     prompt = torch.randint(1, 23, (2, 4))
 
     def run(use_cache):

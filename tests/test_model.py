@@ -155,7 +155,8 @@ def test_config_refuses_an_unknown_positional_kind():
 
 
 def tiny(**options) -> tl.TransformerConfig:
-    return tl.TransformerConfig(20, 20, d_model=D, num_heads=H, d_ff=FF, num_layers=2, dropout=0.0, **options)
+    sizes = dict(d_model=D, num_heads=H, d_ff=FF, num_layers=2, dropout=0.0)
+    return tl.TransformerConfig(20, 20, **{**sizes, **options})
 
 
 def test_a_config_prints_its_options_only_when_they_are_set():
@@ -206,7 +207,7 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
 @pytest.mark.parametrize(
     "options, error, message",
     [
-        ({"activation": "swish"}, ValueError, r"activation must be one of \('relu', 'gelu', 'gelu_tanh', 'silu'\)"),
+        ({"activation": "swish"}, ValueError, r"must be one of \('relu', 'gelu', 'gelu_tanh', 'silu', 'swiglu'\)"),
         ({"sinusoid_layout": "split"}, ValueError, "sinusoid_layout must be one of"),
         ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be > 0, got layer_norm_eps=0.0"),
         ({"layer_norm_eps": "1e-5"}, TypeError, "layer_norm_eps must be a float > 0"),
@@ -216,6 +217,13 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
         ({"num_decoder_layers": 0}, ValueError, "num_decoder_layers must be >= 1"),
         ({"attention_dropout": 1.0}, ValueError, r"attention_dropout must lie in \[0, 1\)"),
         ({"pad_id": None}, ValueError, "pad_id=None is for the language models"),
+        ({"norm": "batchnorm"}, ValueError, r"norm must be one of \('layernorm', 'rmsnorm'\), got norm='batchnorm'"),
+        ({"bias": 0}, TypeError, "bias must be True or False, got 0"),
+        ({"n_kv_heads": 3}, ValueError, "num_heads=4 is not divisible by n_kv_heads=3"),
+        ({"n_kv_heads": 0}, ValueError, "n_kv_heads must be >= 1"),
+        ({"positional": "rope", "rope_theta": 0.0}, ValueError, "rope_theta must be > 0, got rope_theta=0.0"),
+        ({"rope_theta": 500.0}, ValueError, "rope_theta=500.0 is read only with positional='rope'"),
+        ({"positional": "rope", "d_model": 12, "num_heads": 4}, ValueError, "d_k = d_model // num_heads must be even"),
     ],
 )
 def test_bad_option_values_are_named_with_what_was_expected(options, error, message):

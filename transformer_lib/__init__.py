@@ -6,7 +6,15 @@ the names that the notebooks, the solutions and the README use; everything else 
 """
 
 from . import interop, lm
-from .attention import KVCache, MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from .attention import (
+    KVCache,
+    MultiHeadAttention,
+    apply_rope,
+    combine_heads,
+    kv_cache_bytes_per_token,
+    scaled_dot_product_attention,
+    split_heads,
+)
 from .capture import capture_attention
 from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
@@ -18,6 +26,7 @@ from .layers import (
     PositionalEncoding,
     PositionwiseFeedForward,
     ResidualSublayer,
+    RMSNorm,
     TokenEmbedding,
     sinusoidal_encoding,
 )

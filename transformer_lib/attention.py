@@ -24,7 +24,15 @@ from torch import nn
 from ._arguments import check_positive_ints
 from .masks import check_mask
 
-__all__ = ["scaled_dot_product_attention", "split_heads", "combine_heads", "MultiHeadAttention", "KVCache"]
+__all__ = [
+    "scaled_dot_product_attention",
+    "split_heads",
+    "combine_heads",
+    "apply_rope",
+    "MultiHeadAttention",
+    "KVCache",
+    "kv_cache_bytes_per_token",
+]
 
 
 def scaled_dot_product_attention(
@@ -152,12 +160,49 @@ def combine_heads(x: torch.Tensor) -> torch.Tensor:
     return x.transpose(1, 2).reshape(batch, length, heads * width)  # (B, T, h * d)
 
 
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021, "RoFormer"): rotate each pair of features of ``x (B, h, T, d_k)``
+    by an angle proportional to the token's position; ``positions (T,)`` holds those positions (integers).
+
+    Pair ``i`` is the features ``(2i, 2i+1)`` (the interleaved layout of RoFormer and Meta's Llama, the same pairs
+    as the paper's sinusoids) and turns at frequency ``w_i = theta^(-2i/d_k)``::
+
+        feature 2i+1  ^                      x'_2i   = x_2i cos(m w_i) - x_2i+1 sin(m w_i)
+                      |     * x' (position m) x'_2i+1 = x_2i sin(m w_i) + x_2i+1 cos(m w_i)
+                      |    /
+                      |   /  m w_i
+                      |  /______ * x (as projected)
+                      +------------------> feature 2i
+
+    Rotating a query at position ``m`` and a key at position ``n`` turns their dot product, pair by pair, into
+    a function of ``(m - n) w_i``: the attention score sees only the offset, never the absolute positions, and
+    the values are left alone. ``d_k`` must be even. Hugging Face's Llama pairs feature ``i`` with ``i + d_k/2``
+    instead ("rotate half"); ``interop`` permutes its query and key rows when copying (see ``_rope_rows``).
+    """
+    if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.size(-1) % 2:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"apply_rope expects x of shape (B, h, T, d_k) with an even d_k, got {got}")
+    if not isinstance(positions, torch.Tensor) or positions.shape != (x.size(2),):
+        got = tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__
+        raise ValueError(f"positions must be a (T,) tensor, T={x.size(2)} as in x {tuple(x.shape)}, got {got}")
+    d_k = x.size(-1)
+    frequency = 1.0 / (theta ** (torch.arange(0, d_k, 2, device=x.device, dtype=torch.float32) / d_k))  # (d_k/2,)
+    angles = positions.to(x.device, torch.float32)[:, None] * frequency  # (T, d_k/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d_k/2) each
+    even, odd = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k/2) each: the two coordinates of every pair
+    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (B, h, T, d_k/2, 2)
+    return rotated.flatten(-2)  # (B, h, T, d_k): pairs back in place
+
+
 @dataclass
 class KVCache:
-    """One attention layer's keys and values ``(B, h, T_past, d_k)``, kept between decoding steps.
+    """One attention layer's keys and values ``(B, h_kv, T_past, d_k)``, kept between decoding steps.
 
     ``static=False`` (self-attention): each call appends the new tokens' keys and values.
     ``static=True`` (cross-attention): the encoder memory's keys and values are computed once and reused.
+    It holds the ``h_kv`` key/value heads (fewer than ``h`` with grouped-query attention), and with rotary
+    positions the keys already rotated, so nothing stored is recomputed. :func:`kv_cache_bytes_per_token`
+    gives its size.
     """
 
     static: bool = False
@@ -170,8 +215,22 @@ class KVCache:
             self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
 
 
+def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:
+    """Bytes the decoding cache grows by per generated token: ``2 (k and v) * layers * h_kv * d_k * bytes(dtype)``.
+
+    ``config`` is an ``LMConfig`` (its ``num_layers``) or a ``TransformerConfig`` (its decoder's layers; the
+    cross-attention cache is per *source* token and is left out). ``h_kv`` is ``n_kv_heads`` (``num_heads``
+    when unset) and ``d_k = d_model // num_heads``. GPT-2 small in fp32: ``2 * 12 * 12 * 64 * 4 = 73,728``;
+    with 3 key/value heads (grouped-query) a quarter of that; with 1 (multi-query) a twelfth.
+    """
+    layers = getattr(config, "decoder_layers", config.num_layers)
+    kv_heads = config.n_kv_heads if config.n_kv_heads is not None else config.num_heads
+    d_k = config.d_model // config.num_heads
+    return 2 * layers * kv_heads * d_k * torch.empty((), dtype=dtype).element_size()
+
+
 class MultiHeadAttention(nn.Module):
-    """``MultiHead(Q, K, V) = Concat(head_1..head_h) W_O`` with ``head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)``.
+    r"""``MultiHead(Q, K, V) = Concat(head_1..head_h) W_O`` with ``head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)``.
 
     The ``h`` per-head projections are stored as one ``nn.Linear`` each for queries, keys and values (their
     weights are the per-head matrices stacked), which is the same function and one matmul instead of ``h``.
@@ -182,6 +241,19 @@ class MultiHeadAttention(nn.Module):
         d_k, d_v: per-head widths of queries/keys and of values; default ``d_model // h``.
         dropout: dropout on the attention weights.
         bias: whether the four projections have a bias.
+        num_kv_heads: ``h_kv``, the key/value heads (grouped-query attention, Ainslie et al. 2023, "GQA");
+            ``None``: ``h``, the paper's. Each group of ``h / h_kv`` query heads shares one key/value head::
+
+                h=4, h_kv=4 (multi-head)   h=4, h_kv=2 (grouped-query)   h=4, h_kv=1 (multi-query)
+                q: 0  1  2  3              q: 0  1  2  3                 q: 0  1  2  3
+                   |  |  |  |                 \ /   \ /                    \  \ /  /
+                k,v: 0  1  2  3            k,v: 0     1                  k,v:    0
+
+            ``w_k`` and ``w_v`` (and the cache) shrink by ``h / h_kv``; the heads are repeated just before
+            the scores.
+        rope_theta: ``None`` (default): no rotation. A number: rotary positions (:func:`apply_rope` with this
+            ``theta``) on the queries and keys after the head split; with a cache, the new tokens' positions
+            start at the cached length.
 
     ``forward`` returns ``(output, weights)``. With ``need_weights=False`` it takes PyTorch's fused
     ``F.scaled_dot_product_attention`` and returns ``weights=None``; with ``need_weights=True`` (or inside
@@ -196,21 +268,33 @@ class MultiHeadAttention(nn.Module):
         d_v: int | None = None,
         dropout: float = 0.0,
         bias: bool = True,
+        num_kv_heads: int | None = None,
+        rope_theta: float | None = None,
     ):
         super().__init__()
         check_positive_ints(d_model=d_model, num_heads=num_heads)
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        check_positive_ints(num_kv_heads=num_kv_heads)
+        if num_heads % num_kv_heads:
+            raise ValueError(
+                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each key/value head "
+                "serves a whole group of query heads"
+            )
         if (d_k is None or d_v is None) and d_model % num_heads:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}; "
                 "choose another num_heads or give d_k and d_v explicitly"
             )
-        self.d_model, self.num_heads = d_model, num_heads
+        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
         self.d_k = d_k if d_k is not None else d_model // num_heads
         self.d_v = d_v if d_v is not None else d_model // num_heads
         check_positive_ints(d_k=self.d_k, d_v=self.d_v)
+        if rope_theta is not None and self.d_k % 2:
+            raise ValueError(f"rotary positions rotate pairs of features: d_k must be even, got d_k={self.d_k}")
+        self.rope_theta = rope_theta
         self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
-        self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
-        self.w_v = nn.Linear(d_model, num_heads * self.d_v, bias=bias)
+        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_v, bias=bias)
         self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         # Set by capture_attention: when not None, forward takes the explicit path and appends its weights here.
@@ -241,7 +325,12 @@ class MultiHeadAttention(nn.Module):
             check_mask(mask, (query.size(0), self.num_heads, query.size(1), key_length), device=query.device)
             query, key, value = self._zero_hidden_tokens(query, key, value, mask, key_length)
         q = split_heads(self.w_q(query), self.num_heads)  # (B, h, T_q, d_k)
-        k, v = self._keys_and_values(key, value, cache)  # (B, h, T_k, d_k), (B, h, T_k, d_v)
+        if self.rope_theta is not None:
+            q = apply_rope(q, self._new_positions(q.size(2), cache, q.device), self.rope_theta)  # (B, h, T_q, d_k)
+        k, v = self._keys_and_values(key, value, cache)  # (B, h_kv, T_k, d_k), (B, h_kv, T_k, d_v)
+        if self.num_kv_heads != self.num_heads:  # each key/value head serves h / h_kv query heads
+            group = self.num_heads // self.num_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, T_k, d_k)
         explicit = need_weights or self.recorded_weights is not None
         if explicit:
             out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, T_q, d_v)
@@ -292,17 +381,26 @@ class MultiHeadAttention(nn.Module):
     def _keys_and_values(
         self, key: torch.Tensor, value: torch.Tensor, cache: KVCache | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Project keys and values into heads, reusing or extending ``cache`` when decoding step by step."""
+        """Project keys and values into their ``h_kv`` heads (rotated, with rotary positions), reusing or extending
+        ``cache`` when decoding step by step: the cache stores them as returned, before any repetition."""
         if cache is not None and cache.static and cache.k is not None:
             return cache.k, cache.v
-        k = split_heads(self.w_k(key), self.num_heads)  # (B, h, T_new, d_k)
-        v = split_heads(self.w_v(value), self.num_heads)  # (B, h, T_new, d_v)
+        k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, h_kv, T_new, d_k)
+        v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, h_kv, T_new, d_v)
+        if self.rope_theta is not None:
+            k = apply_rope(k, self._new_positions(k.size(2), cache, k.device), self.rope_theta)  # (B, h_kv, T_new, d_k)
         if cache is not None:
             if cache.k is not None:
-                k = torch.cat([cache.k, k], dim=2)  # (B, h, T_past + T_new, d_k)
+                k = torch.cat([cache.k, k], dim=2)  # (B, h_kv, T_past + T_new, d_k)
                 v = torch.cat([cache.v, v], dim=2)
             cache.k, cache.v = k, v
         return k, v
+
+    @staticmethod
+    def _new_positions(length: int, cache: KVCache | None, device: torch.device) -> torch.Tensor:
+        """``(length,)``: the positions of the new tokens, counted after the tokens a self-attention cache holds."""
+        start = cache.k.size(2) if cache is not None and not cache.static and cache.k is not None else 0
+        return torch.arange(start, start + length, device=device)
 
     def _fused_attention(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None

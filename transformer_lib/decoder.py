@@ -34,7 +34,9 @@ class DecoderCache:
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention (queries from the decoder, keys and values from the encoder's
-    memory), feed-forward; each in a :class:`ResidualSublayer`. Arguments as :class:`EncoderLayer`."""
+    memory), feed-forward; each in a :class:`ResidualSublayer`. Arguments as :class:`EncoderLayer`; with
+    ``rope_theta``, only the self-attention rotates (a target position and a source position are on two
+    different axes, so their offset means nothing)."""
 
     def __init__(
         self,
@@ -46,14 +48,19 @@ class DecoderLayer(nn.Module):
         norm_first: bool = False,
         activation: str = "relu",
         layer_norm_eps: float = 1e-5,
+        norm: str = "layernorm",
+        bias: bool = True,
+        num_kv_heads: int | None = None,
+        rope_theta: float | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation)
-        self.residual_self = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
-        self.residual_cross = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
-        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps)
+        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, rope_theta=rope_theta, **attention)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, **attention)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation, bias)
+        self.residual_self = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
+        self.residual_cross = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
+        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
 
     def forward(
         self,

@@ -6,7 +6,7 @@ compute the same function.
 and its layers name their norms ``norm1``, ``norm2`` (``norm3``). Notebook 02 shows the copy by hand once;
 notebooks 04 and 05, the tests and ``bench`` call this function.
 
-``from_huggingface(hf_model)`` is the one place that knows how Hugging Face lays out GPT-2, BERT and MarianMT:
+``from_huggingface(hf_model)`` is the one place that knows how Hugging Face lays out GPT-2, BERT, MarianMT and Llama:
 it derives our config from theirs (:func:`config_from_huggingface`), builds our model and copies every weight.
 ``transformers`` stays optional: it is imported only when one of these two functions runs.
 """
@@ -17,6 +17,7 @@ from torch import nn
 from .attention import MultiHeadAttention
 from .decoder import DecoderLayer
 from .encoder import EncoderLayer
+from .layers import LayerNorm
 
 __all__ = ["copy_from_torch", "from_huggingface", "config_from_huggingface", "HUGGINGFACE_MODELS"]
 
@@ -25,6 +26,7 @@ HUGGINGFACE_MODELS = {
     "GPT2LMHeadModel": "lm.DecoderOnlyLM",
     "BertForMaskedLM": "lm.MaskedLM",
     "MarianMTModel": "model.Transformer",
+    "LlamaForCausalLM": "lm.DecoderOnlyLM",
 }
 
 
@@ -39,7 +41,8 @@ def copy_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
 
     Raises:
         TypeError: for any other pair, or when sizes, biases, ``norm_first``, activation or LayerNorm ``eps``
-            differ, naming what differs. Nothing is copied then.
+            differ, or ours has an option PyTorch's modules lack (rotary positions, RMSNorm), naming what
+            differs. Nothing is copied then.
     """
     copies = []  # (destination, source) pairs, all checked before the first copy
     if isinstance(ours, MultiHeadAttention) and isinstance(theirs, nn.MultiheadAttention):
@@ -81,6 +84,8 @@ def _attention_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, pr
         raise TypeError(f"{prefix}num_heads differ: ours {ours.num_heads}, PyTorch's {theirs.num_heads}")
     if theirs.bias_k is not None:
         raise TypeError(f"{prefix}PyTorch's module has add_bias_kv=True, which ours does not implement")
+    if ours.rope_theta is not None:  # the weights would copy, but the functions would differ
+        raise TypeError(f"{prefix}ours rotates queries and keys (rope_theta={ours.rope_theta}); PyTorch's does not")
     if theirs.in_proj_weight is not None:  # fused: W_Q, W_K, W_V stacked along the output axis
         weights = theirs.in_proj_weight.chunk(3, dim=0)  # 3 x (d_model, d_model)
     else:  # kdim or vdim != embed_dim: three separate matrices
@@ -127,6 +132,8 @@ def _layer_pairs(ours: nn.Module, theirs: nn.Module, attentions: list, residuals
         pairs += _tensor_pair(f"feed_forward.{name}.bias", ours_linear.bias, theirs_linear.bias)
     for number, residual in enumerate(residuals, start=1):
         ours_norm, theirs_norm = getattr(ours, residual).norm, getattr(theirs, f"norm{number}")
+        if not isinstance(ours_norm, LayerNorm):
+            raise TypeError(f"{residual}.norm: ours is {type(ours_norm).__name__}, PyTorch's layers use LayerNorm")
         if ours_norm.eps != theirs_norm.eps:
             raise TypeError(f"{residual}.norm eps differs: ours {ours_norm.eps}, PyTorch's {theirs_norm.eps}")
         pairs += _tensor_pair(f"{residual}.norm.weight", ours_norm.weight, theirs_norm.weight)
@@ -176,14 +183,16 @@ def _require(condition: bool, what: str) -> None:
 
 
 def config_from_huggingface(hf_config):
-    """Our config for a Hugging Face config: ``GPT2Config`` and ``BertConfig`` -> :class:`~transformer_lib.LMConfig`,
-    ``MarianConfig`` -> :class:`~transformer_lib.TransformerConfig`. Each field comes from the matching HF field;
-    the options that make our block theirs are switched on (the option table at the top of ``model.py`` lists
-    them). Training-only settings with no field here are left out: GPT-2's ``embd_pdrop`` (ours uses
-    ``resid_pdrop`` everywhere), Marian's ``activation_dropout`` and layer drop.
+    """Our config for a Hugging Face config: ``GPT2Config``, ``BertConfig`` and ``LlamaConfig`` ->
+    :class:`~transformer_lib.LMConfig`, ``MarianConfig`` -> :class:`~transformer_lib.TransformerConfig`. Each
+    field comes from the matching HF field; the options that make our block theirs are switched on (the option
+    table at the top of ``model.py`` lists them). Training-only settings with no field here are left out:
+    GPT-2's ``embd_pdrop`` (ours uses ``resid_pdrop`` everywhere), Marian's ``activation_dropout`` and layer
+    drop. Llama's rotary settings are read from ``rope_parameters`` (only ``rope_type="default"``).
 
     Raises:
-        ValueError: for a model type other than gpt2, bert or marian, or a setting our blocks do not implement.
+        ValueError: for a model type other than gpt2, bert, marian or llama, or a setting our blocks do not
+            implement.
     """
     from .lm import LMConfig
     from .model import TransformerConfig
@@ -267,7 +276,44 @@ def config_from_huggingface(hf_config):
             scale_embeddings=c.scale_embedding,
             output_bias=True,  # final_logits_bias
         )
-    raise ValueError(f"config_from_huggingface reads gpt2, bert and marian configs, got model_type={kind!r}")
+    if kind == "llama":
+        c = hf_config
+        rope = c.rope_parameters or {}
+        _require(
+            rope.get("rope_type", "default") == "default",
+            f"Llama with rope_type={rope.get('rope_type')!r} (ours: the original RoPE frequencies, 'default')",
+        )
+        _require(
+            c.head_dim == c.hidden_size // c.num_attention_heads,
+            f"Llama with head_dim={c.head_dim} != hidden_size // num_attention_heads (ours: d_k = d_model // h)",
+        )
+        _require(
+            c.attention_bias == c.mlp_bias,
+            f"Llama with attention_bias={c.attention_bias} but mlp_bias={c.mlp_bias} (ours: one bias switch)",
+        )
+        _require(c.hidden_act == "silu", f"Llama with hidden_act={c.hidden_act!r}: our gated feed-forward is SwiGLU")
+        return LMConfig(
+            vocab_size=c.vocab_size,
+            d_model=c.hidden_size,
+            num_heads=c.num_attention_heads,
+            d_ff=c.intermediate_size,
+            num_layers=c.num_hidden_layers,
+            dropout=0.0,  # Llama has no dropout on sublayer outputs or embeddings
+            max_len=c.max_position_embeddings,
+            positional="rope",
+            norm_first=True,  # pre-norm, and a final norm (model.norm)
+            pad_id=c.pad_token_id,
+            activation="swiglu",
+            scale_embeddings=False,
+            layer_norm_eps=c.rms_norm_eps,
+            attention_dropout=float(c.attention_dropout),
+            tie_embeddings=c.tie_word_embeddings,
+            norm="rmsnorm",
+            rope_theta=float(rope.get("rope_theta", 10000.0)),
+            n_kv_heads=c.num_key_value_heads,
+            bias=c.attention_bias,
+        )
+    raise ValueError(f"config_from_huggingface reads gpt2, bert, marian and llama configs, got model_type={kind!r}")
 
 
 def from_huggingface(hf_model) -> nn.Module:
@@ -283,7 +329,9 @@ def from_huggingface(hf_model) -> nn.Module:
     - BERT: ``ours(ids, mask=..., token_types=token_type_ids)`` equals theirs likewise;
     - Marian: ``ours(src, tgt, src_mask=..., tgt_mask=causal_mask(T))`` equals ``theirs(src, attention_mask,
       decoder_input_ids=tgt).logits``: Marian starts the target with ``pad_token_id`` and does not hide it, so
-      pass the causal mask rather than letting ours hide target padding.
+      pass the causal mask rather than letting ours hide target padding;
+    - Llama (``LlamaForCausalLM`` -> :class:`~transformer_lib.DecoderOnlyLM`): as GPT-2. Its query and key
+      rows are permuted on the way in, from Hugging Face's "rotate half" pairs to ours (:func:`_rope_rows`).
 
     Raises:
         ImportError: ``transformers`` is not installed.
@@ -297,6 +345,7 @@ def from_huggingface(hf_model) -> nn.Module:
         "GPT2LMHeadModel": (lm.DecoderOnlyLM, _gpt2_pairs),
         "BertForMaskedLM": (lm.MaskedLM, _bert_pairs),
         "MarianMTModel": (model.Transformer, _marian_pairs),
+        "LlamaForCausalLM": (lm.DecoderOnlyLM, _llama_pairs),
     }
     matches = [name for name in copiers if isinstance(hf_model, getattr(transformers, name))]
     if not matches:
@@ -318,10 +367,14 @@ def _linear_pairs(name: str, ours: nn.Linear, weight: torch.Tensor, bias: torch.
     return _hf_pair(f"{name}.weight", ours.weight, weight) + _hf_pair(f"{name}.bias", ours.bias, bias)
 
 
-def _norm_pairs(name: str, ours: nn.Module, theirs: nn.LayerNorm) -> list:
-    if ours.eps != theirs.eps:  # the config derivation sets it; a mismatch here is a bug, not a user error
-        raise TypeError(f"{name} eps differs: ours {ours.eps}, Hugging Face's {theirs.eps}")
-    return _hf_pair(f"{name}.weight", ours.weight, theirs.weight) + _hf_pair(f"{name}.bias", ours.bias, theirs.bias)
+def _norm_pairs(name: str, ours: nn.Module, theirs: nn.Module) -> list:
+    """A LayerNorm (gain and shift) or an RMSNorm (gain only: no ``bias`` on either side; Llama's calls its eps
+    ``variance_epsilon``)."""
+    their_eps = theirs.eps if hasattr(theirs, "eps") else theirs.variance_epsilon
+    if ours.eps != their_eps:  # the config derivation sets it; a mismatch here is a bug, not a user error
+        raise TypeError(f"{name} eps differs: ours {ours.eps}, Hugging Face's {their_eps}")
+    bias_pair = _hf_pair(f"{name}.bias", getattr(ours, "bias", None), getattr(theirs, "bias", None))
+    return _hf_pair(f"{name}.weight", ours.weight, theirs.weight) + bias_pair
 
 
 def _output_pairs(ours, hf_model) -> list:
@@ -424,3 +477,50 @@ def _marian_feed_forward_pairs(prefix: str, layer: nn.Module, block: nn.Module) 
     pairs = _linear_pairs(prefix + "feed_forward.linear1", ff.linear1, block.fc1.weight, block.fc1.bias)
     pairs += _linear_pairs(prefix + "feed_forward.linear2", ff.linear2, block.fc2.weight, block.fc2.bias)
     return pairs + _norm_pairs(prefix + "residual_ff.norm", layer.residual_ff.norm, block.final_layer_norm)
+
+
+def _rope_rows(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Hugging Face's query or key projection rows ``(num_heads * d_k, ...)`` (a weight, or a bias) reordered for
+    our :func:`~transformer_lib.attention.apply_rope`.
+
+    Both rotate the same pairs of features at the same frequencies; they differ in where a pair sits. Ours (and
+    Meta's original Llama) rotates neighbours, features ``(2i, 2i+1)``; Hugging Face's "rotate half" rotates
+    ``(i, i + d_k/2)`` (its conversion script permuted Meta's rows this way). So within each head our row
+    ``2i`` is their row ``i`` and our row ``2i+1`` is their row ``i + d_k/2``::
+
+        theirs: x0 x1 x2 | y0 y1 y2        (pair i = (x_i, y_i))
+        ours:   x0 y0 x1 y1 x2 y2
+
+    Queries and keys get the same permutation, so every head's dot products, hence the scores, are unchanged;
+    values and the output projection are not rotated and keep their rows.
+    """
+    rows = weight.size(0)
+    d_k = rows // num_heads
+    per_head = weight.reshape(num_heads, 2, d_k // 2, *weight.shape[1:])  # (h, [x | y], d_k/2, ...)
+    return per_head.transpose(1, 2).reshape(rows, *weight.shape[1:])  # (h * d_k, ...): x0 y0 x1 y1 ...
+
+
+def _llama_pairs(ours, hf_model) -> list:
+    m, c = hf_model.model, ours.config
+    pairs = _hf_pair("embed", ours.embed.weight, m.embed_tokens.weight)
+    for i, (layer, block) in enumerate(zip(ours.blocks.layers, m.layers, strict=True)):
+        p = f"blocks.layers.{i}."
+        attn, theirs = layer.self_attn, block.self_attn
+        # RoPE layout: Hugging Face rotates (i, i + d_k/2), ours (2i, 2i+1); the query and key rows are permuted
+        # here, at the copy, so that the same pairs turn together (see _rope_rows). Keys have n_kv_heads heads.
+        rotated = (("w_q", theirs.q_proj, c.num_heads), ("w_k", theirs.k_proj, attn.num_kv_heads))
+        for ours_name, their_linear, heads in rotated:
+            bias = None if their_linear.bias is None else _rope_rows(their_linear.bias, heads)
+            pairs += _linear_pairs(
+                f"{p}self_attn.{ours_name}", getattr(attn, ours_name), _rope_rows(their_linear.weight, heads), bias
+            )
+        pairs += _linear_pairs(p + "self_attn.w_v", attn.w_v, theirs.v_proj.weight, theirs.v_proj.bias)
+        pairs += _linear_pairs(p + "self_attn.w_o", attn.w_o, theirs.o_proj.weight, theirs.o_proj.bias)
+        ff, mlp = layer.feed_forward, block.mlp  # down(silu(gate(x)) * up(x)): ours gate, linear1, linear2
+        pairs += _linear_pairs(p + "feed_forward.gate", ff.gate, mlp.gate_proj.weight, mlp.gate_proj.bias)
+        pairs += _linear_pairs(p + "feed_forward.linear1", ff.linear1, mlp.up_proj.weight, mlp.up_proj.bias)
+        pairs += _linear_pairs(p + "feed_forward.linear2", ff.linear2, mlp.down_proj.weight, mlp.down_proj.bias)
+        pairs += _norm_pairs(p + "residual_attn.norm", layer.residual_attn.norm, block.input_layernorm)
+        pairs += _norm_pairs(p + "residual_ff.norm", layer.residual_ff.norm, block.post_attention_layernorm)
+    pairs += _norm_pairs("blocks.final_norm", ours.blocks.final_norm, m.norm)
+    return pairs + _output_pairs(ours, hf_model)

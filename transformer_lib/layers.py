@@ -2,8 +2,9 @@
 token embeddings, and positional encodings (the paper's fixed sinusoids, or learned position vectors).
 
 Each piece is the paper's by default; the options that published descendants changed (GPT-2's GELU, BERT's
-unscaled embeddings and embedding LayerNorm, Marian's sinusoid layout) are arguments here, so that the models
-read one config field each and the same blocks compute GPT-2, BERT and MarianMT (``interop.from_huggingface``).
+unscaled embeddings and embedding LayerNorm, Marian's sinusoid layout, Llama's RMSNorm, SwiGLU and bias-free
+projections) are arguments here, so that the models read one config field each and the same blocks compute
+GPT-2, BERT, MarianMT and Llama (``interop.from_huggingface``).
 """
 
 import functools
@@ -18,13 +19,19 @@ from ._arguments import check_choice, check_positive_ints
 
 __all__ = [
     "LayerNorm",
+    "RMSNorm",
+    "make_norm",
+    "NORMS",
     "PositionwiseFeedForward",
     "ResidualSublayer",
     "TokenEmbedding",
     "PositionalEncoding",
     "LearnedPositionalEncoding",
+    "RotaryPositions",
     "sinusoidal_encoding",
     "ACTIVATIONS",
+    "GATED_ACTIVATIONS",
+    "FFN_ACTIVATIONS",
     "SINUSOID_LAYOUTS",
 ]
 
@@ -37,6 +44,11 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
     "silu": F.silu,
 }
+
+# Gated feed-forwards (Shazeer 2020, "GLU Variants Improve Transformer"): the nonlinearity of a gate multiplies
+# a second, linear projection, ``down(act(gate(x)) * up(x))``. "swiglu" (Llama) gates with silu.
+GATED_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"swiglu": F.silu}
+FFN_ACTIVATIONS = (*ACTIVATIONS, *GATED_ACTIVATIONS)  # every name a config's ``activation`` may take
 
 # Where the sines and cosines of one frequency sit in the sinusoidal table (see sinusoidal_encoding).
 SINUSOID_LAYOUTS = ("interleaved", "halves")
@@ -62,6 +74,38 @@ class LayerNorm(nn.Module):
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
 
 
+class RMSNorm(nn.Module):
+    """Divide each token vector by its root mean square over the ``d_model`` features, then scale (Zhang &
+    Sennrich 2019, "Root Mean Square Layer Normalization"; Llama).
+
+    ``y = x / sqrt(mean(x^2) + eps) * weight``: LayerNorm without the mean subtraction and without the shift,
+    cheaper by one reduction; its authors report quality comparable to LayerNorm's without the re-centring.
+    Computed in at least fp32 (a square of fp16 overflows early), then cast back before the gain, as Llama does,
+    so weights copy across.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps  # Llama: 1e-6 (its rms_norm_eps)
+        self.weight = nn.Parameter(torch.ones(d_model))  # the gain, gamma; there is no shift
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_width(x, self.weight.size(0), "RMSNorm")
+        x32 = x.to(torch.promote_types(x.dtype, torch.float32))
+        rms_inverse = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., 1)
+        return (x32 * rms_inverse).to(x.dtype) * self.weight  # (..., d_model)
+
+
+# The normalisation of every residual sublayer and of the pre-LN stack's final norm (``config.norm``).
+NORMS: dict[str, type[nn.Module]] = {"layernorm": LayerNorm, "rmsnorm": RMSNorm}
+
+
+def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
+    """``LayerNorm(d_model, eps)`` for ``kind="layernorm"`` (the paper), ``RMSNorm(d_model, eps)`` for "rmsnorm"."""
+    check_choice("norm", kind, tuple(NORMS))
+    return NORMS[kind](d_model, eps)
+
+
 class PositionwiseFeedForward(nn.Module):
     """``FFN(x) = max(0, x W1 + b1) W2 + b2``, applied to every position separately (paper eq. 2).
 
@@ -69,18 +113,27 @@ class PositionwiseFeedForward(nn.Module):
     ``linear2``). The paper applies dropout only to sublayer outputs, so there is none inside.
     ``activation`` names the nonlinearity in place of ``max(0, .)``: one of :data:`ACTIVATIONS` ("relu", the
     paper's, by default; "gelu" for BERT, "gelu_tanh" for GPT-2, "silu" for MarianMT).
+
+    A gated activation (:data:`GATED_ACTIVATIONS`: "swiglu", Llama) adds a third matrix, the gate:
+    ``FFN(x) = linear2(silu(gate(x)) * linear1(x))`` (Llama's down, gate and up projections). Its hidden width
+    is still ``d_ff``; with three matrices instead of two, ``d_ff = 8/3 d_model`` keeps the paper's parameter
+    count (Shazeer 2020; Llama rounds it up). ``bias=False`` drops every bias (Llama has none).
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu"):
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", bias: bool = True):
         super().__init__()
-        check_choice("activation", activation, tuple(ACTIVATIONS))
+        check_choice("activation", activation, FFN_ACTIVATIONS)
         self.activation = activation
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # the "up" projection when gated
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # the "down" projection when gated
+        self.gate = nn.Linear(d_model, d_ff, bias=bias) if activation in GATED_ACTIVATIONS else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_width(x, self.linear1.in_features, "PositionwiseFeedForward")
-        hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (B, T, d_ff)
+        if self.gate is not None:
+            hidden = GATED_ACTIVATIONS[self.activation](self.gate(x)) * self.linear1(x)  # (B, T, d_ff)
+        else:
+            hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (B, T, d_ff)
         return self.linear2(hidden)  # (B, T, d_model)
 
 
@@ -90,11 +143,14 @@ class ResidualSublayer(nn.Module):
     Post-LN (the paper, default): ``LayerNorm(x + Dropout(sublayer(x)))``.
     Pre-LN (``norm_first=True``): ``x + Dropout(sublayer(LayerNorm(x)))``; the residual path stays an identity
     from input to output, which is why deep modern models train more easily with it (no warmup needed).
+    ``norm`` picks the normalisation by name (:data:`NORMS`): "layernorm" (the paper) or "rmsnorm" (Llama).
     """
 
-    def __init__(self, d_model: int, dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
+    def __init__(
+        self, d_model: int, dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5, norm: str = "layernorm"
+    ):
         super().__init__()
-        self.norm = LayerNorm(d_model, eps)
+        self.norm = make_norm(norm, d_model, eps)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -249,6 +305,27 @@ class LearnedPositionalEncoding(_AddPositions):
         max_len, d_model = self.embedding.weight.shape
         rows = _position_rows(x, start, max_len, d_model, type(self).__name__)
         return self._finish(x + self.embedding.weight[rows][None])  # (B, T, d_model)
+
+
+class RotaryPositions(_AddPositions):
+    """Nothing added to the token vectors: with rotary positions (``positional="rope"``) the positions enter
+    inside attention, where :func:`~transformer_lib.attention.apply_rope` rotates each head's queries and keys.
+
+    Kept as a module of the same interface as :class:`PositionalEncoding` so that the models read positions in
+    one place: it applies the embedding dropout (and BERT's ``norm``, if asked) and refuses positions beyond
+    ``max_len``, as the other two do (rotations themselves exist at every position).
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1, norm: bool = False, eps: float = 1e-5):
+        super().__init__()
+        check_positive_ints(d_model=d_model, max_len=max_len)
+        self.d_model, self.max_len = d_model, max_len
+        self._add_norm_and_dropout(d_model, dropout, norm, eps)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``x (B, T, d_model)`` -> ``x`` (then norm and dropout); ``start`` only checked against ``max_len``."""
+        _position_rows(x, start, self.max_len, self.d_model, type(self).__name__)
+        return self._finish(x)  # (B, T, d_model)
 
 
 def _check_width(x: torch.Tensor, d_model: int, owner: str) -> None:

@@ -24,7 +24,7 @@ from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
-from .model import check_config, config_repr, init_projections, make_positions, option
+from .model import block_options, check_config, config_repr, init_projections, make_positions, option
 from .train import Trainer
 
 __all__ = [
@@ -58,7 +58,9 @@ class LMConfig:
     ``embedding_norm``, ``sinusoid_layout`` and ``attention_dropout`` as in :class:`TransformerConfig`;
     ``type_vocab_size`` (BERT's token-type, or segment, embeddings: that many rows, added to the token vectors;
     0: none) and ``tie_embeddings`` (True: the output projection is the token embedding's matrix, as in the
-    paper, GPT-2 and BERT; False: a matrix of its own).
+    paper, GPT-2 and BERT; False: a matrix of its own). ``norm``, ``rope_theta`` (with ``positional="rope"``),
+    ``n_kv_heads`` and ``bias`` make it Llama (the option table at the top of ``model.py``); :meth:`llama_like`
+    shows them together.
     """
 
     vocab_size: int
@@ -79,6 +81,10 @@ class LMConfig:
     attention_dropout: float = option(0.0)
     type_vocab_size: int = option(0)
     tie_embeddings: bool = option(True)
+    norm: str = option("layernorm")
+    rope_theta: float = option(10000.0)
+    n_kv_heads: int | None = option(None)
+    bias: bool = option(True)
 
     __repr__ = config_repr
 
@@ -110,6 +116,31 @@ class LMConfig:
         """BERT-base (Devlin et al. 2019): 12 post-LN layers, d_model 768, 12 heads, 30522 WordPiece tokens, 512
         learned positions. Its published size is 110M parameters."""
         return cls(vocab_size=30522, max_len=512, positional="learned", norm_first=False)
+
+    @classmethod
+    def llama_like(cls, vocab_size: int, **sizes) -> "LMConfig":
+        """The block of Llama (Touvron et al. 2023) on the paper's skeleton: pre-norm with RMSNorm, rotary
+        positions, a SwiGLU feed-forward, grouped-query attention (2 key/value heads for 4 query heads), no
+        biases, unscaled embeddings and an untied output head, at a size for the CPU; ``sizes`` overrides any
+        field (``n_kv_heads=4`` for multi-head, ``1`` for multi-query)."""
+        fields = dict(
+            d_model=128,
+            num_heads=4,
+            d_ff=344,  # about 8/3 d_model: three matrices of d_ff instead of two of 4 d_model
+            num_layers=2,
+            dropout=0.0,
+            max_len=256,
+            positional="rope",
+            norm_first=True,
+            pad_id=None,
+            activation="swiglu",
+            scale_embeddings=False,
+            norm="rmsnorm",
+            n_kv_heads=2,
+            bias=False,
+            tie_embeddings=False,
+        )
+        return cls(vocab_size, **{**fields, **sizes})
 
     @classmethod
     def cpu_char_masked(cls, vocab_size: int) -> "LMConfig":
@@ -162,17 +193,7 @@ class _EncoderStackLM(nn.Module):
         self.config = c = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id, scale=c.scale_embeddings)
         self.positions = make_positions(c)
-        self.blocks = Encoder(
-            c.num_layers,
-            c.d_model,
-            c.num_heads,
-            c.d_ff,
-            dropout=c.dropout,
-            attention_dropout=c.attention_dropout,
-            norm_first=c.norm_first,
-            activation=c.activation,
-            layer_norm_eps=c.layer_norm_eps,
-        )
+        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **block_options(c))
         init_projections(self)
         # Options (None when off, so a default model has exactly the modules and parameters it always had):
         self.token_type_embed = None  # BERT's segment embeddings, added to the token vectors

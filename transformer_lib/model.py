@@ -10,31 +10,46 @@ from torch import nn
 from ._arguments import check_choice, check_positive_ints, check_positive_real, check_probability, is_int
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
-from .layers import ACTIVATIONS, SINUSOID_LAYOUTS, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
+from .layers import (
+    FFN_ACTIVATIONS,
+    NORMS,
+    SINUSOID_LAYOUTS,
+    LearnedPositionalEncoding,
+    PositionalEncoding,
+    RotaryPositions,
+    TokenEmbedding,
+)
 from .masks import causal_mask, padding_mask
 
 __all__ = [
     "check_config",
     "config_repr",
     "make_positions",
+    "block_options",
     "init_projections",
     "TransformerConfig",
     "Transformer",
     "count_parameters",
 ]
 
-POSITIONAL_KINDS = ("sinusoidal", "learned")
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")
 
 # The options every model config has besides its sizes, with the paper's choice as the default. They are
 # declared with ``option()`` (repr=False): a config prints them only when they differ from the paper's (see
 # ``config_repr``), so a config made without them prints as it always did.
 #   activation        "relu" (paper) | "gelu" (BERT) | "gelu_tanh" (GPT-2) | "silu" (MarianMT)   -> layers.ACTIVATIONS
+#                     | "swiglu" (Llama): gated, down(silu(gate(x)) * up(x)), hidden width d_ff  -> GATED_ACTIVATIONS
 #   scale_embeddings  True: token vectors times sqrt(d_model) (paper §3.4); False: GPT-2, BERT    -> TokenEmbedding
 #   layer_norm_eps    1e-5 (nn.LayerNorm, GPT-2, Marian); 1e-12 (BERT)                           -> every LayerNorm
 #   embedding_norm    False; True: LayerNorm(token + position) before the dropout (BERT)         -> positions
 #   sinusoid_layout   "interleaved" (paper formula) | "halves" (sines, then cosines: MarianMT)  -> sinusoidal_encoding
 #   attention_dropout 0.0 (paper); dropout on the attention weights (GPT-2, BERT, Marian: 0.1)   -> MultiHeadAttention
-
+#   norm              "layernorm" (paper) | "rmsnorm" (Llama): every sublayer's norm, the final one -> layers.make_norm
+#   rope_theta        10000.0; the base of the rotary frequencies, read with positional="rope"   -> attention.apply_rope
+#   n_kv_heads        None (= num_heads, paper); fewer: grouped-query, 1: multi-query (Llama)    -> MultiHeadAttention
+#   bias              True (paper); False: no bias in any attention or feed-forward Linear (Llama) -> both
+# positional="rope" (Llama) is a value of the existing ``positional`` field: nothing is added to the token vectors,
+# each self-attention rotates its queries and keys (layers.RotaryPositions, attention.apply_rope).
 
 def option(default):
     """A config field for one of the options above: kept out of the printed config while it is the default."""
@@ -60,9 +75,10 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
 
     Positive whole sizes, probabilities in [0, 1), NumPy numbers stored as Python numbers (a config built from a
     grid or a CSV compares and prints like any other), ``flags`` that are real bools, a ``pad_id`` inside every
-    vocabulary (or ``None``: no padding token), a known kind of ``positional`` encoding, sinusoid layout and
-    ``activation``, a ``layer_norm_eps`` above 0, and ``d_model`` divisible by ``num_heads``. Every error names
-    the field and its value.
+    vocabulary (or ``None``: no padding token), a known kind of ``positional`` encoding, sinusoid layout,
+    ``activation`` and ``norm``, a ``layer_norm_eps`` and ``rope_theta`` above 0 (a ``rope_theta`` other than
+    the default only with ``positional="rope"``), ``d_model`` divisible by ``num_heads``, an even ``d_k`` for
+    rotary positions, and ``num_heads`` divisible by ``n_kv_heads``. Every error names the field and its value.
     """
     c = config
     check_positive_ints(
@@ -75,7 +91,7 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
             object.__setattr__(c, f.name, int(value))
         elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
             object.__setattr__(c, f.name, float(value))
-    for name in ("scale_embeddings", "embedding_norm", *flags):
+    for name in ("scale_embeddings", "embedding_norm", "bias", *flags):
         value = getattr(c, name)
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
@@ -94,20 +110,59 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
             )
     check_choice("positional", c.positional, POSITIONAL_KINDS)
     check_choice("sinusoid_layout", c.sinusoid_layout, SINUSOID_LAYOUTS)
-    check_choice("activation", c.activation, tuple(ACTIVATIONS))
-    check_positive_real(layer_norm_eps=c.layer_norm_eps)
+    check_choice("activation", c.activation, FFN_ACTIVATIONS)
+    check_choice("norm", c.norm, tuple(NORMS))
+    check_positive_real(layer_norm_eps=c.layer_norm_eps, rope_theta=c.rope_theta)
     if c.d_model % c.num_heads:
         raise ValueError(f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}")
+    if c.positional == "rope" and (c.d_model // c.num_heads) % 2:
+        raise ValueError(
+            f"positional='rope' rotates pairs of features: d_k = d_model // num_heads must be even, got "
+            f"d_k={c.d_model // c.num_heads} (d_model={c.d_model}, num_heads={c.num_heads})"
+        )
+    default_theta = next(f.default for f in dataclasses.fields(c) if f.name == "rope_theta")
+    if c.positional != "rope" and c.rope_theta != default_theta:
+        raise ValueError(
+            f"rope_theta={c.rope_theta} is read only with positional='rope', got positional={c.positional!r}"
+        )
+    if c.n_kv_heads is not None:
+        check_positive_ints(n_kv_heads=c.n_kv_heads)
+        if c.num_heads % c.n_kv_heads:
+            raise ValueError(
+                f"num_heads={c.num_heads} is not divisible by n_kv_heads={c.n_kv_heads}: each key/value head "
+                "serves a whole group of query heads (n_kv_heads=1: multi-query; None: one per query head)"
+            )
 
 
 def make_positions(config) -> nn.Module:
     """The positional encoding a config asks for (both model families read it here): sinusoids in
-    ``sinusoid_layout`` or a learned table, with BERT's ``embedding_norm`` if set, then dropout."""
+    ``sinusoid_layout``, a learned table, or nothing added for rotary positions (attention rotates instead),
+    with BERT's ``embedding_norm`` if set, then dropout."""
     c = config
     norm = dict(norm=c.embedding_norm, eps=c.layer_norm_eps)
     if c.positional == "sinusoidal":
         return PositionalEncoding(c.d_model, c.max_len, c.dropout, layout=c.sinusoid_layout, **norm)
+    if c.positional == "rope":
+        return RotaryPositions(c.d_model, c.max_len, c.dropout, **norm)
     return LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout, **norm)
+
+
+def block_options(config) -> dict:
+    """The keyword arguments of an :class:`~transformer_lib.Encoder` or ``Decoder`` that a config sets besides
+    the sizes (both model families build their stacks from this one dict): dropouts, norm placement and kind,
+    activation, biases, key/value heads, and ``rope_theta`` when ``positional="rope"`` (else ``None``)."""
+    c = config
+    return dict(
+        dropout=c.dropout,
+        attention_dropout=c.attention_dropout,
+        norm_first=c.norm_first,
+        activation=c.activation,
+        layer_norm_eps=c.layer_norm_eps,
+        norm=c.norm,
+        bias=c.bias,
+        num_kv_heads=c.n_kv_heads,
+        rope_theta=c.rope_theta if c.positional == "rope" else None,
+    )
 
 
 def init_projections(model: nn.Module) -> None:
@@ -134,7 +189,9 @@ class TransformerConfig:
     (``interop.from_huggingface``): ``activation``, ``scale_embeddings``, ``layer_norm_eps``, ``embedding_norm``
     and ``sinusoid_layout`` (the option table at the top of ``model.py``), ``output_bias`` (a bias
     per target token on the output projection; Marian's ``final_logits_bias``) and ``num_decoder_layers`` (the
-    decoder's depth when it differs from the encoder's ``num_layers``; ``None``: the same).
+    decoder's depth when it differs from the encoder's ``num_layers``; ``None``: the same). The modern options
+    ``norm``, ``rope_theta`` (with ``positional="rope"``), ``n_kv_heads`` and ``bias`` are those of the option
+    table too; in the encoder-decoder, rotary positions act in both self-attentions, never in cross-attention.
     """
 
     src_vocab_size: int
@@ -158,6 +215,10 @@ class TransformerConfig:
     sinusoid_layout: str = option("interleaved")
     output_bias: bool = option(False)
     num_decoder_layers: int | None = option(None)
+    norm: str = option("layernorm")
+    rope_theta: float = option(10000.0)
+    n_kv_heads: int | None = option(None)
+    bias: bool = option(True)
 
     __repr__ = config_repr
 
@@ -240,13 +301,7 @@ class Transformer(nn.Module):
         )
         self.positions = make_positions(c)
         sizes = (c.d_model, c.num_heads, c.d_ff)
-        options = dict(
-            dropout=c.dropout,
-            attention_dropout=c.attention_dropout,
-            norm_first=c.norm_first,
-            activation=c.activation,
-            layer_norm_eps=c.layer_norm_eps,
-        )
+        options = block_options(c)
         self.encoder = Encoder(c.num_layers, *sizes, **options)
         self.decoder = Decoder(c.decoder_layers, *sizes, **options)
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=c.output_bias)
