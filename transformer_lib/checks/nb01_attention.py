@@ -70,9 +70,9 @@ ATTENTION = Entry(
              lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask)[::-1])],
     "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
     "weights @ v.",
-    "matches the library on 2 shapes (d_k != d_v), without a mask, with a causal mask, with padding that differs "
-    "per sequence and for a query that may see no key (zeros, not NaN); gradients match too.",
-    pick=output_and_weights)
+    # the success message is printed in notebook 08's committed outputs: changing it changes them
+    "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
+    "sequence; gradients match too.", pick=output_and_weights)
 
 
 CAUSAL_MASK = Entry(
