@@ -13,6 +13,8 @@ def my_attention(q, k, v, mask=None):
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)  # each query's row sums to 1
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # a query that may see no key: zeros, not softmax's NaN
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 

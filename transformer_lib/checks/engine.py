@@ -5,11 +5,17 @@ An :class:`Entry` says what a check compares: the reference, the inputs it draws
 mistakes (:class:`Mistake`: a wrong version of the code and the hint it earns). :func:`judge` runs every call
 into student code inside a guard, compares outputs and gradients with the reference, and names the first
 discrepancy and the mistake that explains it. It never raises: whatever the student's code does becomes a
-:class:`CheckResult` message (only a KeyboardInterrupt, the learner stopping the cell, goes through). It leaves
-the learner's random streams, grad mode and default dtype as they were.
+:class:`CheckResult` message (only a KeyboardInterrupt, the learner stopping the cell, goes through), and what
+student code hands back (an exception, a warning, a result) is formatted defensively: its ``str()``, ``repr()``
+or ``.shape`` may raise too. Each side gets its own copy of a case's arguments (tensors cloned, modules and
+configs deep-copied), so student code that changes them cannot change what the reference sees, and changing an
+input tensor in place is named. Student code runs on the CPU in float32, whatever default device or dtype the
+learner set; the check leaves the learner's random streams, grad mode, default dtype and device, deterministic
+algorithms flag, thread count, anomaly mode and recursion limit as it found them.
 """
 
 import contextlib
+import copy
 import linecache
 import random
 import sys
@@ -136,9 +142,30 @@ def _stub_code(exc: NotImplementedError):
     return code if not line or "raise NotImplementedError" in line else None  # no source: trust it
 
 
+def _type_name(value) -> str:
+    """``type(value).__name__``, or "object" when even that cannot be read."""
+    try:
+        name = type(value).__name__
+    except Exception:
+        return "object"
+    return name if isinstance(name, str) else "object"
+
+
+def _text(value, how: Callable = str) -> str:
+    """``how(value)`` (``str`` or ``repr``) for a message; an object whose ``str()`` or ``repr()`` raises, or returns
+    no string, is named by its type instead: student code may hand back anything."""
+    try:
+        text = how(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        text = None
+    return text if isinstance(text, str) else f"<{_type_name(value)} that cannot be printed>"
+
+
 def _failure(what: str, exc: BaseException) -> Failure:
-    text = str(exc).strip().rstrip(".")
-    return Failure(f"{what} raised {type(exc).__name__}{': ' + text if text else ''}. {_hint_for_exception(exc)}")
+    text = _text(exc).strip().rstrip(".")
+    return Failure(f"{what} raised {_type_name(exc)}{': ' + text if text else ''}. {_hint_for_exception(exc)}")
 
 
 def _call(what: str, fn: Callable, *args, **kwargs):
@@ -163,21 +190,23 @@ def _call(what: str, fn: Callable, *args, **kwargs):
 def _show(what: str, caught: list) -> None:
     """Fail on a softmax without ``dim``; show every other warning once, as it would be without the check."""
     for warning in caught:
-        if "Implicit dimension choice for softmax" in str(warning.message):
+        text = _text(warning.message)
+        if "Implicit dimension choice for softmax" in text:
             raise Failure(
                 f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D tensor it picks dim=1: "
                 "in attention, the heads). Hint: always pass `dim`; in attention, `scores.softmax(dim=-1)` "
                 "normalises each query's row over the keys."
             )
-        key = (warning.filename, warning.lineno, warning.category, str(warning.message))
+        key = (_text(warning.filename), _text(warning.lineno), _text(warning.category), text)
         if key not in _SHOWN:
             _SHOWN.add(key)
-            with contextlib.suppress(Warning):  # a learner who turned warnings into errors gets no error here
+            # a learner who turned warnings into errors gets no error here, nor does a warning that cannot print
+            with contextlib.suppress(Exception):
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def _hint_for_exception(exc: BaseException) -> str:
-    text = str(exc)
+    text = _text(exc)
     if 'missing the required "forward" function' in text:
         return "Hint: the method must be called `forward` (check its spelling) and be indented inside the class."
     if isinstance(exc, SystemExit):
@@ -193,9 +222,26 @@ def _hint_for_exception(exc: BaseException) -> str:
 
 
 def describe(value) -> str:
-    if value is None:
-        return "None"
-    return str(tuple(value.shape)) if isinstance(value, torch.Tensor) else type(value).__name__
+    """A result in a few words: its shape for a tensor, else its type's name; never raises."""
+    try:
+        if value is None:
+            return "None"
+        if isinstance(value, torch.Tensor):
+            return str(tuple(value.shape))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"a {_type_name(value)} whose shape cannot be read"
+    return _type_name(value)
+
+
+def _pair(want: float, have: float) -> tuple[str, str]:
+    """``want`` and ``have`` with enough significant digits (4 at least) that the two read differently."""
+    for digits in range(4, 18):
+        shown = f"{want:.{digits}g}", f"{have:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return f"{want!r}", f"{have!r}"
 
 
 def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
@@ -205,7 +251,7 @@ def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
         if have is None:
             return f"your {part}: None (a missing `return`?)."
         if not isinstance(have, torch.Tensor):
-            return f"your {part}: expected a tensor {tuple(want.shape)}, got {type(have).__name__}."
+            return f"your {part}: expected a tensor {tuple(want.shape)}, got {_type_name(have)}."
         if have.shape != want.shape:
             return f"your {part}: shape {tuple(have.shape)}, expected {tuple(want.shape)}."
         if (have.dtype == torch.bool) != (want.dtype == torch.bool):
@@ -216,7 +262,8 @@ def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
             index = tuple(torch.nonzero(wrong)[0].tolist())
             if have.isnan().any() and not want.isnan().any():
                 return f"your {part}: NaN at index {index} (the first) where the reference has a number."
-            return f"your {part}: at index {index} expected {want[index]:.4g}, got {have[index]:.4g}."
+            shown = _pair(float(want[index]), float(have[index]))
+            return f"your {part}: at index {index} expected {shown[0]}, got {shown[1]}."
     return None
 
 
@@ -249,8 +296,10 @@ def one_number(part: str) -> Callable:
             if isinstance(result, bool | str | bytes):
                 raise TypeError
             value = float(result.detach() if isinstance(result, torch.Tensor) else result)
-        except (TypeError, ValueError, RuntimeError):
-            raise Failure(f"your {part} should be one number, got {describe(result)} {result!r:.60}.") from None
+        except Exception:
+            raise Failure(
+                f"your {part} should be one number, got {describe(result)} {_text(result, repr)[:60]}."
+            ) from None
         return {part: torch.tensor(value, dtype=torch.float64)}
 
     return pick
@@ -268,23 +317,62 @@ def _prepare(entry: Entry, student, case: Case):
         return student, entry.reference
     if not (isinstance(student, type) and issubclass(student, nn.Module)):
         if isinstance(student, nn.Module):
-            raise Failure(f"pass the class itself, not an instance: `{type(student).__name__}`, without `(...)`.")
-        raise Failure(f"expected a class that subclasses nn.Module, got {student!r:.60}.")
+            raise Failure(f"pass the class itself, not an instance: `{_type_name(student)}`, without `(...)`.")
+        raise Failure(f"expected a class that subclasses nn.Module, got {_text(student, repr)[:60]}.")
     args, kwargs = case.build
     shown = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
-    module = _call(f"{student.__name__}({shown})", student, *args, **kwargs)
-    _call(f"{student.__name__}.eval()", module.eval)
+    name = _text(getattr(student, "__name__", "your class"))
+    module = _call(f"{name}({shown})", student, *args, **kwargs)
+    _call(f"{name}.eval()", module.eval)
     reference = entry.reference(module, *args, **kwargs).eval()
     return module, reference
 
 
-def _fresh(value):
-    """A copy of every tensor in ``value`` (tuples and lists searched), still connected to the originals' graph."""
+_IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), type, range, slice, torch.dtype, torch.device)
+
+
+def _fresh(value, memo: dict):
+    """The student's own copy of a case's arguments: each tensor cloned (still connected to the original's graph;
+    one tensor passed twice, as ``x, x, x``, is one clone passed twice), tuples and lists searched, any other
+    object (a module, a config) deep-copied, so that what student code changes there, the reference never sees."""
     if isinstance(value, torch.Tensor):
-        return value.clone()
+        if id(value) not in memo:
+            memo[id(value)] = value.clone()
+        return memo[id(value)]
     if isinstance(value, tuple | list):
-        return type(value)(_fresh(item) for item in value)
-    return value
+        return type(value)(_fresh(item, memo) for item in value)
+    if isinstance(value, _IMMUTABLE) or callable(value) and not isinstance(value, nn.Module):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an object that cannot be copied is shared, as before
+        return value
+
+
+def _tensors(value) -> list:
+    """The tensors in ``value``, tuples and lists searched, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [tensor for item in value for tensor in _tensors(item)]
+    return []
+
+
+def _check_inputs_unchanged(entry: Entry, case: Case, private: tuple) -> None:
+    """Fail, naming the argument, when student code changed an input tensor in place (``q /= ...``, ``q.div_()``):
+    the caller's tensor would change, and in self-attention ``q``, ``k`` and ``v`` are one tensor."""
+    for position, (mine, original) in enumerate(zip(_tensors(private), _tensors(case.args), strict=False), 1):
+        try:
+            same = mine.shape == original.shape and torch.equal(mine.detach(), original.detach())
+        except Exception:
+            same = False
+        if not same:
+            raise Failure(
+                f"{case.about}: {entry.what} changed its input tensor number {position}, {describe(original)}, in "
+                "place (`x /= ...`, `x.div_(...)`, `x[...] = ...`, `masked_fill_`): the caller's tensor changes "
+                "too, and in self-attention q, k and v are one tensor. Hint: compute a new tensor, "
+                "`q = q / math.sqrt(d_k)`, `scores = scores.masked_fill(...)`, or `.clone()` first."
+            )
 
 
 def _pick_and_run(entry: Entry) -> tuple[Callable, Callable]:
@@ -298,8 +386,9 @@ def _examine(entry: Entry, student) -> str:
     reports = []
     for case in entry.cases():
         subject, reference = _prepare(entry, student, case)
-        private = replace(case, args=_fresh(case.args))  # the student's code may change its inputs in place
+        private = replace(case, args=_fresh(case.args, {}))  # the student's code must not change the reference's
         result = run(partial(_call, entry.what, subject), private)
+        _check_inputs_unchanged(entry, case, private.args)
         if entry.verdict:
             reports.append(entry.verdict(result, case))
             continue
@@ -367,11 +456,16 @@ def _compare_gradients(entry: Entry, subject, case: Case, got: torch.Tensor, exp
 
 @contextlib.contextmanager
 def _isolated():
-    """Inside: gradients on (even under the caller's ``no_grad`` or ``inference_mode``), no autocast, and the
-    random streams (torch's CPU one, Python's, NumPy's) seeded 0, so that a check says the same thing every time.
-    After: the learner's random streams (torch's CPU and CUDA ones too) and default dtype as they were."""
+    """Inside: gradients on (even under the caller's ``no_grad`` or ``inference_mode``), no autocast, float32 on
+    the CPU (whatever default dtype and device the learner set), and the random streams (torch's CPU one,
+    Python's, NumPy's) seeded 0, so that a check says the same thing every time. After: the learner's random
+    streams (torch's CPU and CUDA ones too), default dtype and device, deterministic-algorithms flag, thread
+    count, anomaly mode and recursion limit as they were, whatever student code set."""
     python_state, numpy, dtype = random.getstate(), sys.modules.get("numpy"), torch.get_default_dtype()
     numpy_state = numpy.random.get_state() if numpy else None
+    device, threads, recursion = torch.get_default_device(), torch.get_num_threads(), sys.getrecursionlimit()
+    deterministic = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    anomaly = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
         with contextlib.ExitStack() as stack:
@@ -380,6 +474,8 @@ def _isolated():
             random.seed(0)
             if numpy is not None:
                 numpy.random.seed(0)
+            torch.set_default_dtype(torch.float32)
+            stack.enter_context(torch.device("cpu"))  # innermost: it wins over the learner's default device
             stack.enter_context(torch.inference_mode(False))
             stack.enter_context(torch.enable_grad())
             stack.enter_context(torch.autocast("cpu", enabled=False))
@@ -391,19 +487,57 @@ def _isolated():
         if numpy is not None:
             numpy.random.set_state(numpy_state)
         torch.set_default_dtype(dtype)
+        if torch.get_default_device() != device:  # student code called torch.set_default_device
+            torch.set_default_device(None if device == torch.device("cpu") else device)
+        if (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()) != (
+            deterministic
+        ):
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != anomaly:
+            torch.set_anomaly_enabled(*anomaly)
+        sys.setrecursionlimit(recursion)
 
 
 def _own_code(student) -> set:
-    """The code objects of the student's function, or of every function its class (and its own bases) define."""
-    if not isinstance(student, type):
-        return {student.__code__} if hasattr(student, "__code__") else set()
-    classes = [c for c in student.__mro__ if not c.__module__.startswith(("torch", "builtins"))]
-    return {f.__code__ for c in classes for f in vars(c).values() if hasattr(f, "__code__")}
+    """The code objects of the student's function, or of every function its class (and its own bases) define
+    (a class may set ``__module__`` to anything, None included)."""
+    try:
+        if not isinstance(student, type):
+            code = getattr(student, "__code__", None)
+            return {code} if code is not None else set()
+        modules = [(c, getattr(c, "__module__", None)) for c in student.__mro__]
+        classes = [
+            c for c, module in modules if not (isinstance(module, str) and module.startswith(("torch", "builtins")))
+        ]
+        return {
+            f.__code__
+            for c in classes
+            for f in vars(c).values()
+            if isinstance(getattr(f, "__code__", None), type(_own_code.__code__))
+        }
+    except Exception:
+        return set()
 
 
 def judge(entry: Entry, student) -> CheckResult:
     """Run ``entry`` on the student's code; the result, named after ``entry.check``, is a message, never an error
     (a KeyboardInterrupt, the learner's own, still stops it)."""
+    try:
+        return _judge(entry, student)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the last guard: even formatting what student code handed back failed
+        return CheckResult(
+            entry.check,
+            False,
+            f"❌ {entry.check}: could not judge your code's result ({_type_name(exc)}). Hint: return what the "
+            "exercise asks for, with its shape.",
+        )
+
+
+def _judge(entry: Entry, student) -> CheckResult:
     name = entry.check
     try:
         with _isolated():
@@ -424,8 +558,8 @@ def judge(entry: Entry, student) -> CheckResult:
         return CheckResult(
             name,
             False,
-            f"❌ {name}: could not judge your code's result ({type(exc).__name__}: "
-            f"{exc}). Hint: return what the exercise asks for, with its shape.",
+            f"❌ {name}: could not judge your code's result ({_type_name(exc)}: "
+            f"{_text(exc)}). Hint: return what the exercise asks for, with its shape.",
         )
     praise = " Well done!" if message == entry.success else ""  # a verdict's own report stands alone
     return CheckResult(name, True, f"✅ {name}: {message}{praise}")

@@ -40,44 +40,62 @@ def _fixed(build):
 
 
 def attention() -> list[Case]:
+    """Two shapes with d_k != d_v, a causal mask, per-sequence padding, and a query row with no allowed key."""
     gen = _generator()
     q, k, v, x = _randn(gen, 2, 3, 4), _randn(gen, 2, 5, 4), _randn(gen, 2, 5, 6), _randn(gen, 2, 5, 4)
-    q4, k4, v4 = (_randn(gen, 3, 2, 4, 8, grad=True) for _ in range(3))
+    q4, k4, v4 = _randn(gen, 3, 2, 4, 8, grad=True), _randn(gen, 3, 2, 4, 8, grad=True), _randn(gen, 3, 2, 4, 6,
+                                                                                              grad=True)
     grads = {"q": q4, "k": k4, "v": v4}
+    none_allowed = torch.ones(2, 3, 5, dtype=torch.bool)
+    none_allowed[0, 1] = False  # sequence 0's query 1 may see no key: zero weights and a zero output, never NaN
     return [Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
-            Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8), no mask", inputs=grads),
+            Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8) and d_v = 6, no mask", inputs=grads),
             Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
             Case((q, k, v, _padded([3, 5], 5, dims=3)), "with a padding mask (2, 1, 5) that differs per sequence"),
             Case((q4, k4, v4, _padded([2, 4, 1], 4)), "with a padding mask (3, 1, 1, 4) that differs per sequence",
-                 inputs=grads)]
+                 inputs=grads),
+            Case((q, k, v, none_allowed), "with a mask (2, 3, 5) that lets query 1 of sequence 0 see no key "
+                 "(its weights and output must be 0, not NaN)")]
 
 
 def multi_head_attention() -> list[Case]:
-    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for ``MyMHA(16, 4)``."""
-    gen, build = _generator(), ((16, 4), {})
+    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for ``MyMHA(16, 4)``, and a
+    module with h != d_k, ``MyMHA(24, 3)`` (d_k = 8): splitting into d_k heads of h features shows there."""
+    gen, build, wide = _generator(), ((16, 4), {}), ((24, 3), {})
     x, memory = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True)
+    x24, memory24 = _randn(gen, 3, 5, 24, grad=True), _randn(gen, 3, 7, 24)
     return [Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
             Case((x, x, x, causal_mask(5)), "causal self-attention", build),
             Case((x, x, x, _padded([3, 5, 1], 5)), "self-attention with a padding mask that differs per sequence",
                  build),
             Case((x, memory, memory, _padded([4, 7, 2], 7)), "cross-attention to memory (3, 7, 16) with a "
-                 "per-sequence padding mask", build, {"x": x, "memory": memory})]
+                 "per-sequence padding mask", build, {"x": x, "memory": memory}),
+            Case((x24, x24, x24, causal_mask(5)), "MyMHA(24, 3): h=3 heads of d_k=8, causal self-attention",
+                 wide, {"x": x24}),
+            Case((x24, memory24, memory24, _padded([4, 7, 2], 7)), "MyMHA(24, 3): cross-attention to memory "
+                 "(3, 7, 24) with a per-sequence padding mask", wide)]
 
 
 def layers(decoder: bool) -> list[Case]:
-    """Post-LN and pre-LN layers of width 16; encoder: padding masks; decoder: causal target masks, also padded."""
+    """Post-LN and pre-LN layers of width 16 (h = d_k = 4) and of width 24 (h = 3, d_k = 8); encoder: padding
+    masks; decoder: causal target masks, also padded."""
     gen, cases = _generator(), []
     for norm_first in (False, True):
         build, name = ((16, 4, 32), {"norm_first": norm_first}), f"norm_first={norm_first}"
+        wide, wide_name = ((24, 3, 40), {"norm_first": norm_first}), f"d_model=24, h=3 (d_k=8), norm_first={norm_first}"
         x, memory, x7 = _randn(gen, 3, 5, 16, grad=True), _randn(gen, 3, 7, 16, grad=True), _randn(gen, 3, 7, 16)
+        x24, memory24 = _randn(gen, 3, 5, 24), _randn(gen, 3, 7, 24)
         if decoder:  # T_tgt = T_src first: a target mask given to the cross-attention runs, and is diagnosed
             cases += [Case((x7, x7, causal_mask(7) & _padded([5, 7, 2], 7), _padded([4, 7, 2], 7)),
                            f"{name}, x and memory (3, 7, 16), causal and padded target mask, padded memory", build),
                       Case((x, memory, causal_mask(5), _padded([4, 7, 2], 7)),
-                           f"{name}, x (3, 5, 16), memory (3, 7, 16)", build, {"x": x, "memory": memory})]
+                           f"{name}, x (3, 5, 16), memory (3, 7, 16)", build, {"x": x, "memory": memory}),
+                      Case((x24, memory24, causal_mask(5) & _padded([5, 3, 4], 5), _padded([4, 7, 2], 7)),
+                           f"{wide_name}, x (3, 5, 24), memory (3, 7, 24), padded masks", wide)]
         else:
             cases += [Case((x,), f"{name}, x (3, 5, 16), no mask", build, {"x": x}),
-                      Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build)]
+                      Case((x, _padded([3, 5, 1], 5)), f"{name}, with a per-sequence padding mask", build),
+                      Case((x24, _padded([3, 5, 1], 5)), f"{wide_name}, x (3, 5, 24), per-sequence padding", wide)]
     return cases
 
 
@@ -97,15 +115,30 @@ def gpt_block() -> list[Case]:
             Case((layer, x3), "for x (3, 4, 16)")]
 
 
-def floats(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = ()) -> list[Case]:
-    """Random inputs of each shape (the first with gradients), each followed by its ``extra`` argument if any."""
+def floats(shapes: list[tuple], build: tuple = ((), {}), extra: tuple = (), grad: bool = True) -> list[Case]:
+    """Random inputs of each shape (the first with gradients, if ``grad``), each followed by its ``extra`` argument
+    if any."""
     gen, cases = _generator(), []
     for i, shape in enumerate(shapes):
-        x = _randn(gen, *shape, grad=i == 0).mul(3).add(1)  # not centred: a norm must do real work
+        x = _randn(gen, *shape, grad=grad and i == 0).mul(3).add(1)  # not centred: a norm must do real work
         more = extra[i:i + 1]
         about = f"for input {shape}" + "".join(f", temperature {t}" for t in more)
-        cases.append(Case((x, *more), about, build, {"input": x} if i == 0 else {}))
+        cases.append(Case((x, *more), about, build, {"input": x} if grad and i == 0 else {}))
     return cases
+
+
+def layer_norms() -> list[Case]:
+    """``MyLayerNorm(8)`` on random tokens (the first with gradients), then on a constant token (variance 0) and
+    near-constant ones (variance 1e-6 and 1e-4), where eps decides the output."""
+    cases = floats([(3, 4, 8), (5, 8)], ((8,), {}))
+    gen = _generator()
+    # (3, d_model): token 0 constant; tokens 1 and 2 almost, near 0 so that float32 rounding stays far below
+    # the tolerance in every correct way of writing the variance (E[x^2] - E[x]^2 too)
+    flat = torch.tensor([2.0, 0.0, 0.0])[:, None].repeat(1, 8)
+    flat[1] += 1e-3 * torch.randn(8, generator=gen)
+    flat[2] += 1e-2 * torch.randn(8, generator=gen)
+    return [*cases, Case((flat,), "for a constant token and two near-constant ones (variance 0, ~1e-6, ~1e-4), "
+                         "where eps matters", ((8,), {}))]
 
 
 def numbered(shapes_and_args) -> list[Case]:

@@ -62,11 +62,15 @@ def _causal_mask_pick(result, case: Case) -> dict:
 ATTENTION = Entry(
     "check_attention",
     "your attention", lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask), draw.attention,
-    [*knob_mistakes(variants.attention, ATTENTION_BUGS),
+    [*knob_mistakes(variants.attention, [
+        ("a query that may see no key got NaN: softmax over a row of -inf divides 0 by 0. In this course such a "
+         "row gets zero weights and a zero output. Hint: after the softmax, `weights = weights.masked_fill(~mask, "
+         "0.0)`.", {"nan_rows": True}), *ATTENTION_BUGS]),
      Mistake("you returned (weights, output): the output comes first, `return weights @ v, weights`.",
              lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask)[::-1])],
     "Hint: scores = q k^T / sqrt(d_k); masked scores -inf; weights = softmax over the last axis; output = "
     "weights @ v.",
+    # the success message is printed in notebook 08's committed outputs: changing it changes them
     "matches the library on 2 shapes, without a mask, with a causal mask and with padding that differs per "
     "sequence; gradients match too.", pick=output_and_weights)
 
@@ -101,7 +105,9 @@ ENTRIES = (ATTENTION, CAUSAL_MASK, CAUSAL_MASK_WITH_CACHE)
 
 def check_attention(attention: Callable) -> CheckResult:
     """Check ``attention(q, k, v, mask=None) -> (output, weights)`` (or ``output`` alone) against the library's
-    scaled dot-product attention: two shapes, a causal mask, padding that differs per sequence, and gradients.
+    scaled dot-product attention: two shapes (d_k != d_v), a causal mask, padding that differs per sequence, a
+    query row that may see no key (its weights and output must be 0, not NaN), and gradients; the caller's
+    tensors must not change.
     Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(ATTENTION, attention)
 

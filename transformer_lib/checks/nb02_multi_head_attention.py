@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable
 from functools import partial
 
+import torch
+
 from .. import combine_heads, split_heads
 from . import inputs as draw
 from . import references, variants
@@ -19,6 +21,18 @@ from .nb01_attention import ATTENTION_BUGS
 from .registry import Exercise
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_multi_head_attention"]
+
+
+def _output_and_weights(result, case=None) -> dict:
+    """``output`` or ``(output, weights)``; weights per head ``(B, h, T_q, T_k)`` are compared, and so are weights
+    averaged over the heads ``(B, T_q, T_k)``, as nn.MultiheadAttention returns them by default."""
+    parts = output_and_weights(result, case)
+    weights = parts.get("weights")
+    if isinstance(weights, torch.Tensor) and weights.dim() == 3:
+        return {"output": parts["output"], "weights averaged over the heads": weights}
+    if isinstance(weights, torch.Tensor) and weights.dim() == 4:
+        parts["weights averaged over the heads"] = weights.mean(1)
+    return parts
 
 
 # --- the entries: each check's reference, the inputs it draws, its known mistakes ---------------------------------
@@ -59,10 +73,15 @@ MULTI_HEAD_ATTENTION = Entry(
              "`self.w_k(key)`.", partial(variants.multi_head_attention, key_projection="w_q")),
      Mistake("the values were projected with w_k: queries, keys and values each have their own projection. "
              "Hint: `self.w_v(value)`.", partial(variants.multi_head_attention, value_projection="w_k")),
+     Mistake("you split into d_k heads of h features each: the two numbers are swapped (with d_model=16, h=4 they "
+             "are equal, so only a case with h != d_k shows it). Hint: `x.view(B, T, num_heads, d_model // "
+             "num_heads).transpose(1, 2)`: num_heads heads of d_k = d_model // num_heads features.",
+             partial(variants.multi_head_attention, heads_of_width_h=True)),
      *knob_mistakes(variants.multi_head_attention, ATTENTION_BUGS)],
     "Hint: test split, attention and combine alone, each against its check.",
+    # the success message is printed in notebook 08's committed outputs: changing it changes them
     "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
-    "cross-attention; gradients match and reach every parameter.", builds=True, pick=output_and_weights)
+    "cross-attention; gradients match and reach every parameter.", builds=True, pick=_output_and_weights)
 
 ENTRIES = (SPLIT_HEADS, COMBINE_HEADS, MULTI_HEAD_ATTENTION)
 
@@ -83,8 +102,10 @@ def check_combine_heads(combine: Callable) -> CheckResult:
 
 def check_multi_head_attention(module_class: type) -> CheckResult:
     """Check the class ``MyMHA(d_model, num_heads)``, with projections ``w_q, w_k, w_v, w_o`` (biases optional) and
-    ``forward(query, key, value, mask=None)``, against the library's module holding the same weights: self-,
-    causal, padded and cross-attention; gradients reach every parameter.
+    ``forward(query, key, value, mask=None)`` returning the output or ``(output, weights)``, against the library's
+    module holding the same weights: self-, causal, padded and cross-attention, for ``(16, 4)`` and ``(24, 3)``
+    (h != d_k); returned weights (per head, or averaged over the heads) are compared too; gradients reach every
+    parameter.
     Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(MULTI_HEAD_ATTENTION, module_class)
 

@@ -29,6 +29,10 @@ _DECODER_BUGS = [
      {"queries_from_memory": True}),
     ("the self-attention ignored the target mask, so each position sees the future. Hint: `self.self_attn(x, x, x, "
      "tgt_mask)`.", {"self_mask": "none"}),
+    ("the self-attention used a causal mask of its own instead of tgt_mask, which is causal *and* the target's "
+     "padding: here only padded queries differ, but with left padding (`<pad> <pad> <bos> y`) real tokens would "
+     "attend to <pad>. Hint: use the tgt_mask you are given, `self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "causal"}),
     ("the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its keys come from the "
      "memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.", {"cross_mask": "tgt"}),
     ("the cross-attention ignored memory_mask, so queries attend to the source's padding. Hint: `self.cross_attn(x, "
@@ -42,8 +46,8 @@ DECODER_LAYER = Entry(
     "check_decoder_layer", "your decoder layer", references.decoder_layer, partial(draw.layers, decoder=True),
     knob_mistakes(variants.decoder_layer, LAYER_BUGS + _DECODER_BUGS),
     "Hint: masked self-attention, cross-attention to the memory, feed-forward; each in its residual sublayer.",
-    "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, with causal and per-sequence masks; "
-    "gradients match.", builds=True)
+    "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, h = d_k and h != d_k, with causal and "
+    "per-sequence masks; each sublayer has its own LayerNorm; gradients match.", builds=True)
 
 
 CROSS_ATTENTION = Entry(
@@ -69,7 +73,8 @@ ENTRIES = (DECODER_LAYER, CROSS_ATTENTION)
 def check_decoder_layer(module_class: type) -> CheckResult:
     """Check the class ``MyDecoderLayer(d_model, num_heads, d_ff, norm_first=False)`` with ``forward(x, memory,
     tgt_mask=None, memory_mask=None)`` against ``tl.DecoderLayer`` holding the same weights (``self_attn``,
-    ``cross_attn``, ``feed_forward``, ``norm1``-``norm3``), post-LN and pre-LN, with causal and padding masks.
+    ``cross_attn``, ``feed_forward``, ``norm1``-``norm3``, three distinct LayerNorms), post-LN and pre-LN, for
+    ``(16, 4, 32)`` and ``(24, 3, 40)`` (h != d_k), with causal and padding masks.
     Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(DECODER_LAYER, module_class)
 

@@ -43,9 +43,16 @@ def _causal_decoder_verdict(logits: tuple, case: Case) -> None:
 
 
 def _shifted_pick(result, case=None) -> dict:
-    if not (isinstance(result, tuple) and len(result) == 2):
+    """Any pair, tuple or list, of two integer tensors: token ids stay integers (cross-entropy's targets must)."""
+    if not (isinstance(result, tuple | list) and len(result) == 2):
         raise Failure(f"return two tensors, `(decoder_input, decoder_target)`; got {describe(result)}.")
-    return {"decoder input": result[0], "decoder target": result[1]}
+    parts = {"decoder input": result[0], "decoder target": result[1]}
+    for part, value in parts.items():
+        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+            raise Failure(f"your {part} has dtype {value.dtype}: token ids are integers (torch.long); "
+                          "`nn.Embedding` and cross-entropy's targets refuse floats. Hint: slice the ids as they "
+                          "are, `tgt[:, :-1]` and `tgt[:, 1:]`, without `.float()` or arithmetic that makes floats.")
+    return parts
 
 
 # --- the entries: each check's reference, the inputs it draws, its known mistakes ---------------------------------
@@ -85,8 +92,12 @@ def check_causal_decoder(model) -> CheckResult:
     def in_eval_mode(src, tgt):  # run by the engine inside its guard: a broken model cannot make the check raise
         modes = {module: module.training for module in model.modules()} if isinstance(model, nn.Module) else {}
         try:
+            if modes:  # eval() then the call: an overridden train() that forgets `return self` still runs
+                model.eval()
+                device = next((p.device for p in model.parameters()), src.device)  # the inputs go to the model
+                src, tgt = src.to(device), tgt.to(device)
             with torch.no_grad():  # no gradients needed; a model built under inference_mode runs too
-                return model.eval()(src, tgt) if modes else model(src, tgt)
+                return model(src, tgt)
         finally:
             for module, training in modes.items():
                 module.train(training)

@@ -55,6 +55,14 @@ def copy_weights(reference: nn.Module, student: nn.Module, sources: dict) -> nn.
 _PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 
 
+class _WithWeights(MultiHeadAttention):
+    """The library's module, asked for its weights on every call: a learner's module that returns
+    ``(output, weights)`` has its weights compared too."""
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask, need_weights=True)
+
+
 def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> MultiHeadAttention:
     """The library's module with the student's weights, after checking the parameter count (biases optional)."""
     linears = {n: getattr(student, n, None) for n in _PROJECTIONS}
@@ -80,37 +88,66 @@ def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> Mu
         extra = [n for n, p in student.named_parameters() if id(p) not in known]
         raise Failure(f"the module registers {found} parameters, the library {expected}; the extra ones are "
                        f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o.")
-    reference = MultiHeadAttention(d_model, num_heads, bias=bool(biased))
+    reference = _WithWeights(d_model, num_heads, bias=bool(biased))
     return copy_weights(reference, student, {n: n for n in _PROJECTIONS})
+
+
+def _distinct_norms(student: nn.Module, names: list[str]) -> None:
+    """Fail when two sublayers share one LayerNorm (one module, or one gain or shift); else give each norm its own
+    gain and shift (not 1 and 0, the same for every fresh norm), so that a norm used in the wrong sublayer shows."""
+    norms = {name: getattr(student, name, None) for name in names}
+    seen: dict[int, str] = {}
+    for name, norm in norms.items():
+        if not isinstance(norm, nn.Module):
+            continue  # copy_weight names what is missing
+        for tensor in (norm, *norm.parameters()):
+            if id(tensor) in seen and seen[id(tensor)] != name:
+                raise Failure(f"`{seen[id(tensor)]}` and `{name}` are one LayerNorm (or share its gain or shift): "
+                              "each sublayer has a LayerNorm of its own, with its own learned gain and shift. Hint: "
+                              f"`self.{seen[id(tensor)]} = nn.LayerNorm(d_model)` and `self.{name} = "
+                              "nn.LayerNorm(d_model)`, two calls.")
+            seen[id(tensor)] = name
+    with torch.no_grad():
+        for i, norm in enumerate(norms.values()):
+            for part, values in (("weight", torch.linspace(0.5, 2.0, 64)), ("bias", torch.linspace(-1.0, 1.0, 64))):
+                tensor = getattr(norm, part, None)
+                if isinstance(tensor, torch.Tensor) and tensor.dim() == 1 and tensor.numel() <= 64:
+                    tensor.copy_(values.roll(7 * (i + 1))[: tensor.numel()])
 
 
 def _layer(kind: type, attentions: tuple, student: nn.Module, d_model, num_heads, d_ff, norm_first=False):
     """``tl.EncoderLayer``/``tl.DecoderLayer`` with the student's weights; ``normK`` is the K-th residual's norm."""
     reference = kind(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
     residuals = [name for name, _ in reference.named_children() if name.startswith("residual_")]
+    _distinct_norms(student, [f"norm{i}" for i in range(1, len(residuals) + 1)])
     sources = {f"{a}.{w}": f"{a}.{w}" for a in attentions for w in _PROJECTIONS}
     sources |= {f"feed_forward.{n}": f"feed_forward.{n}" for n in ("linear1", "linear2")}
     return copy_weights(reference, student, sources | {f"{r}.norm": f"norm{i}" for i, r in enumerate(residuals, 1)})
 
 
 def layer_norm(student: nn.Module, d_model: int) -> LayerNorm:
+    """``tl.LayerNorm(d_model)`` (eps 1e-5) with the student's gain ``weight`` and shift ``bias``, both set first to
+    values other than 1 and 0, so that a gain or shift forgotten, applied twice or in the wrong order shows.
+    The exercise names them as nn.LayerNorm does (exercise 3 reads those names): other names fail here, so that
+    the learner hears it at once, not two exercises later."""
     found = sum(p.numel() for p in student.parameters())
     if found != 2 * d_model:
         raise Failure(f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per feature); "
                        f"it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and `torch.zeros`.")
-    # Under nn.LayerNorm's names `weight` and `bias`, the gain and shift are copied into the reference, set to
-    # values other than 1 and 0 so that forgetting them shows. Under other names they cannot be found: the
-    # comparison then runs with them as they start, which must be 1 and 0 (a fresh LayerNorm only normalises).
     named = dict(student.named_parameters())
-    if {"weight", "bias"} <= set(named):
-        if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):
-            raise Failure("a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and its shift "
-                          "`bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and `torch.zeros(d_model)`.")
-        with torch.no_grad():
-            named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
-            named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
-        return copy_weights(LayerNorm(d_model), student, {"": ""})
-    return LayerNorm(d_model)
+    if not {"weight", "bias"} <= set(named) or any(named[n].shape != (d_model,) for n in ("weight", "bias")):
+        shapes = ", ".join(f"`{name}` {tuple(p.shape)}" for name, p in named.items())
+        raise Failure(f"this check reads the gain and the shift by nn.LayerNorm's names, `weight` and `bias`, each "
+                      f"of shape ({d_model},), as the exercise asks (exercise 3 reads them too); found {shapes}. "
+                      "Hint: `self.weight = nn.Parameter(torch.ones(d_model))`, `self.bias = "
+                      "nn.Parameter(torch.zeros(d_model))`.")
+    if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):
+        raise Failure("a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and its shift "
+                      "`bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and `torch.zeros(d_model)`.")
+    with torch.no_grad():
+        named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
+        named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
+    return copy_weights(LayerNorm(d_model), student, {"": ""})
 
 
 def positional_encoding(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:

@@ -13,30 +13,46 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .. import DecoderLayer, EncoderLayer, MultiHeadAttention, combine_heads, lm, split_heads
+from .. import DecoderLayer, EncoderLayer, MultiHeadAttention, causal_mask, combine_heads, lm, split_heads
 
 
 def attention(q, k, v, mask=None, *, scale=None, dim=-1, fill=float("-inf"), keep=lambda m: m,
-              after_softmax=False) -> torch.Tensor:
+              after_softmax=False, nan_rows=False) -> torch.Tensor:
     """``scale(q, v)``: what the scores are divided by; ``dim``: softmax's axis; ``fill``: the masked scores;
-    ``keep(mask)``: the mask actually applied; ``after_softmax``: mask the weights instead of the scores."""
+    ``keep(mask)``: the mask actually applied; ``after_softmax``: mask the weights instead of the scores;
+    ``nan_rows``: a query that may see no key keeps softmax's NaN instead of zero weights."""
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q, v))  # (..., T_q, T_k)
     if mask is not None and not after_softmax:
         scores = scores.masked_fill(~keep(mask), fill)
     weights = scores.softmax(dim)  # (..., T_q, T_k)
     if mask is not None and after_softmax:
         weights = weights.masked_fill(~keep(mask), 0.0)
+    if mask is not None and not nan_rows:
+        weights = torch.where(keep(mask).any(-1, keepdim=True), weights, 0.0)  # no allowed key: zero weights
     return weights @ v  # (..., T_q, d_v)
 
 
 def multi_head_attention(ref: MultiHeadAttention, query, key, value, mask=None, *, merge=combine_heads,
-                         key_projection="w_k", value_projection="w_v", output_projection=True, **knobs) -> torch.Tensor:
-    """``knobs``: those of :func:`attention`, for the bugs inside the heads."""
-    q = split_heads(ref.w_q(query), ref.num_heads)  # (B, h, T_q, d_k)
-    k = split_heads(getattr(ref, key_projection)(key), ref.num_heads)  # (B, h, T_k, d_k)
-    v = split_heads(getattr(ref, value_projection)(value), ref.num_heads)  # (B, h, T_k, d_k)
+                         key_projection="w_k", value_projection="w_v", output_projection=True,
+                         heads_of_width_h=False, **knobs) -> torch.Tensor:
+    """``heads_of_width_h``: split into d_k heads of h features each (the two numbers swapped); ``knobs``: those
+    of :func:`attention`, for the bugs inside the heads."""
+    heads = ref.w_q.out_features // ref.num_heads if heads_of_width_h else ref.num_heads
+    q = split_heads(ref.w_q(query), heads)  # (B, h, T_q, d_k)
+    k = split_heads(getattr(ref, key_projection)(key), heads)  # (B, h, T_k, d_k)
+    v = split_heads(getattr(ref, value_projection)(value), heads)  # (B, h, T_k, d_k)
     heads = merge(attention(q, k, v, mask, **knobs))  # (B, T_q, d_model)
     return ref.w_o(heads) if output_projection else heads
+
+
+def _attend(attn: MultiHeadAttention, query, key, value, mask, *, heads_of_width_h=False, bare=False):
+    """A layer's attention sublayer: ``attn(...)[0]``; ``heads_of_width_h``: a module that splits into d_k heads of
+    h features; ``bare``: a module that returns the output alone, so that ``[0]`` took batch element 0."""
+    if heads_of_width_h:
+        out = multi_head_attention(attn, query, key, value, mask, heads_of_width_h=True)  # (B, T_q, d_model)
+    else:
+        out = attn(query, key, value, mask)[0]  # (B, T_q, d_model)
+    return out[0] if bare else out  # bare: (T_q, d_model), broadcast over the batch by the residual sum
 
 
 def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
@@ -46,23 +62,28 @@ def _sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tens
     return y if pre else norm(y)
 
 
-def encoder_layer(ref: EncoderLayer, x, mask=None, *, swap=False, skip=(), use_mask=True) -> torch.Tensor:
-    """``skip``: the sublayers ("self", "feed-forward") whose residual ``x +`` is forgotten."""
+def encoder_layer(ref: EncoderLayer, x, mask=None, *, swap=False, skip=(), use_mask=True, one_norm=False,
+                  **attention) -> torch.Tensor:
+    """``skip``: the sublayers ("self", "feed-forward") whose residual ``x +`` is forgotten; ``one_norm``: the
+    attention's LayerNorm used in both sublayers; ``attention``: the knobs of :func:`_attend`."""
     pre = ref.residual_attn.norm_first != swap
-    x = _sublayer(x, lambda y: ref.self_attn(y, y, y, mask if use_mask else None)[0], ref.residual_attn.norm, pre,
-                  "self" not in skip)
-    return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
+    x = _sublayer(x, lambda y: _attend(ref.self_attn, y, y, y, mask if use_mask else None, **attention),
+                  ref.residual_attn.norm, pre, "self" not in skip)
+    norm = ref.residual_attn.norm if one_norm else ref.residual_ff.norm
+    return _sublayer(x, ref.feed_forward, norm, pre, "feed-forward" not in skip)
 
 
 def decoder_layer(ref: DecoderLayer, x, memory, tgt_mask=None, memory_mask=None, *, swap=False, skip=(),
-                  self_mask="tgt", cross_mask="memory", queries_from_memory=False) -> torch.Tensor:
+                  self_mask="tgt", cross_mask="memory", queries_from_memory=False, **attention) -> torch.Tensor:
     """``skip``: the sublayers ("self", "cross", "feed-forward") whose residual ``x +`` is forgotten; ``self_mask``
-    and ``cross_mask``: which mask each attention gets ("tgt", "memory" or "none")."""
-    masks, pre = {"tgt": tgt_mask, "memory": memory_mask, "none": None}, ref.residual_self.norm_first != swap
-    x = _sublayer(x, lambda y: ref.self_attn(y, y, y, masks[self_mask])[0], ref.residual_self.norm, pre,
-                  "self" not in skip)
-    cross = (lambda y: ref.cross_attn(memory, y, y, masks[cross_mask])[0]) if queries_from_memory else (
-        lambda y: ref.cross_attn(y, memory, memory, masks[cross_mask])[0])
+    and ``cross_mask``: which mask each attention gets ("tgt", "memory", "none", or "causal": a causal mask of
+    the layer's own, without the target's padding); ``attention``: the knobs of :func:`_attend`."""
+    masks = {"tgt": tgt_mask, "memory": memory_mask, "none": None, "causal": causal_mask(x.size(1))}
+    pre = ref.residual_self.norm_first != swap
+    x = _sublayer(x, lambda y: _attend(ref.self_attn, y, y, y, masks[self_mask], **attention),
+                  ref.residual_self.norm, pre, "self" not in skip)
+    cross = (lambda y: _attend(ref.cross_attn, memory, y, y, masks[cross_mask], **attention)) if (
+        queries_from_memory) else (lambda y: _attend(ref.cross_attn, y, memory, memory, masks[cross_mask], **attention))
     x = _sublayer(x, cross, ref.residual_cross.norm, pre, "cross" not in skip)
     return _sublayer(x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip)
 
