@@ -96,9 +96,6 @@ def test_notebook_variant_is_judged_right(kind, check, name):
     if check == "check_causal_decoder" and isinstance(code, type):  # the check takes a model: build a small one
         code = code(tiny_config())
     result = getattr(tl.checks, check)(code)
-    if name == "attention_fixed" and "may see no key got NaN" in result.message:
-        pytest.xfail("issue #29: notebook 08's fixed attention (cell 30) must give zero weights to a query that may "
-                     "see no key, as the checked case now asks; the notebook's text is to change")
     assert bool(result) == (kind == "FIX"), result.message
     assert result.message.startswith("✅" if kind == "FIX" else "❌")
     if kind == "BUG":
