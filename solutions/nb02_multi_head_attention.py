@@ -38,7 +38,20 @@ class MyMultiHeadAttention(nn.Module):
         return self.w_o(my_combine_heads(scores.softmax(dim=-1) @ v))  # (B, T_q, d_model)
 
 
-ANSWERS = {}
+ANSWERS = {
+    "4": (
+        "Without W_O, output feature j of a token is combine_heads of the heads' outputs: for j in head 0's block "
+        "(features 0 .. d_k - 1) it is head 0's weighted average of its own values, so it depends only on what "
+        "head 0 attended to and on the d_k value features that W_V put in that head's block. Each head would own a "
+        "fixed slice of the output, and no feature could combine what two heads found (say, the previous word "
+        "from one head and the subject from another). W_O, a d_model x d_model matrix applied after the concat, "
+        "lets every output feature be any linear mix of all heads' outputs, and lets the layer write its result "
+        "in whatever directions the next layer (and the residual stream) reads, instead of h fixed slices. It "
+        "also decouples h * d_v from d_model: with d_v != d_model / h (section 4) the concat would not even have "
+        "d_model features without it. The paper writes it as MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O "
+        "(section 3.2.2)."
+    ),
+}
 
 
 # A typical wrong answer to each exercise, and words that the hint its check gives must contain

@@ -16,13 +16,15 @@ def my_split_heads(x, num_heads):
 
 ANSWERS = {
     "3": (
-        "One example: an attention that adds 1e-3 to every score before the softmax. Softmax is unchanged by a "
-        "constant shift, so it is not even a bug. A real one: a multi-head module whose heads share W_Q (one "
-        "nn.Linear(d_model, d_k) reused for every head). The check copies weights through w_q and would report a "
-        "shape error, not the cause. Another: dropout applied to the attention weights in eval mode; the checks "
-        "call modules in eval mode, so only a property test (outputs identical across two eval calls, different "
-        "in train mode) catches it. In general: for each bug, name the property any correct version has that the "
-        "bug breaks, and test that property."
+        "One that passes today: an attention that clamps the scaled scores to [-10, 10] before the softmax, 'for "
+        "safety' (scores.clamp(-10, 10)). check_attention draws q, k, v from a standard normal, so the scaled scores "
+        "stay well inside that range and every case matches the library. On inputs with large scores (q and k "
+        "multiplied by 30) the clamp flattens the softmax: the weights differ from the library's by up to 0.75 (run "
+        "it). A property that catches it needs no reference: scaling q up should sharpen each row toward one-hot, "
+        "so with q * 100 the largest weight of a row whose best score is well ahead must be close to 1; the clamped "
+        "version stays far from it. In general: a check tries a few small cases, in eval mode, in float32 on the "
+        "CPU; a bug that only shows outside them (large values, long sequences, another dtype, training mode) can "
+        "pass, and a property test aimed at that region catches it."
     ),
 }
 
