@@ -4,6 +4,7 @@
 import pytest
 import torch
 
+import transformer_lib as tl
 from transformer_lib import bench
 
 
@@ -47,8 +48,15 @@ def test_main_prints_both_tables(capsys, monkeypatch):
         "beam_search_speed",
         lambda **kw: speed(num_sources=2, max_len=3, config=tiny_date_config(), device=kw["device"], repeats=1),
     )
+    grouped = bench.grouped_query_decoding
+    monkeypatch.setattr(
+        bench,
+        "grouped_query_decoding",
+        lambda **kw: grouped(new_tokens=2, batch=1, config=tiny_llama_config(), device=kw["device"], repeats=1),
+    )
     bench.main(["--device", "cpu", "--repeats", "1"])
     out = capsys.readouterr().out
+    assert "Grouped-query attention" in out and "multi-query" in out and "cache bytes/token" in out
     assert "nn.MultiheadAttention(need_weights=False)" in out and "Growth with T" in out and "Peak memory" in out
     assert "Beam search" in out and "one source at a time" in out and "sentences/s" in out
 
@@ -107,8 +115,6 @@ def test_time_call_summarises_the_runs_as_asked(monkeypatch):
 
 
 def tiny_date_config():
-    import transformer_lib as tl
-
     return tl.TransformerConfig.cpu_tiny(len(tl.DateTask(num_test=1, num_valid=0).vocab))
 
 
@@ -120,3 +126,18 @@ def test_beam_search_speed_times_both_modes_on_the_same_sources():
     assert all(r["seconds"] > 0 and r["sentences_per_s"] == pytest.approx(3 / r["seconds"]) for r in rows)
     assert rows[1]["speedup"] == 1.0 and rows[0]["speedup"] == pytest.approx(rows[1]["seconds"] / rows[0]["seconds"])
     assert all(r["same_outputs"] for r in rows)  # batching changes the speed, never the search
+
+
+def tiny_llama_config():
+    return tl.LMConfig.llama_like(50, d_model=16, num_heads=4, d_ff=32, num_layers=1, max_len=32)
+
+
+def test_grouped_query_decoding_shrinks_the_cache_by_the_ratio_of_key_value_heads():
+    rows = bench.grouped_query_decoding(new_tokens=3, batch=2, config=tiny_llama_config(), device=torch.device("cpu"),
+                                        repeats=1)
+    assert [r["kv_heads"] for r in rows] == [4, 1]  # h, then h/4 = 1 = multi-query, listed once
+    by_heads = {r["kv_heads"]: r for r in rows}
+    assert by_heads[4]["kind"] == "multi-head" and by_heads[1]["kind"] == "multi-query"
+    # 2 (k and v) * 1 layer * h_kv * d_k (4) * 4 bytes
+    assert by_heads[4]["cache_bytes_per_token"] == 2 * 1 * 4 * 4 * 4 == 4 * by_heads[1]["cache_bytes_per_token"]
+    assert all(r["ms_per_token"] > 0 for r in rows)

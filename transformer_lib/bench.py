@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, kv_cache_bytes_per_token
 from .data import DateTask, make_batch
 from .decode import beam_search, exact_match
 from .interop import copy_from_torch
+from .lm import DecoderOnlyLM, LMConfig, generate
 from .model import Transformer, TransformerConfig
 from .runtime import pick_device, seed_everything
 from .train import CPU_RECIPE, train_task
@@ -261,6 +262,45 @@ def beam_search_speed(
     return rows
 
 
+def grouped_query_decoding(
+    kv_heads: tuple[int, ...] | None = None,
+    prompt_len: int = 16,
+    new_tokens: int = 64,
+    batch: int = 8,
+    config: LMConfig | None = None,
+    device: torch.device | None = None,
+    repeats: int = 3,
+) -> list[dict]:
+    """KV-cache bytes per generated token and time per generated token of a Llama-like language model with
+    ``h`` (multi-head), ``h / 4`` (grouped-query) and 1 (multi-query) key/value heads.
+
+    The model is ``config`` (by default ``LMConfig.llama_like`` at GPT-2 small's width, ``d_model=768``, ``h=12``,
+    4 layers), untrained:
+    the cost of a decoding step does not depend on the weights. Bytes come from the configuration
+    (:func:`~transformer_lib.attention.kv_cache_bytes_per_token`, fp32); the time is the median of ``repeats``
+    cached greedy generations of ``new_tokens`` tokens after a ``prompt_len``-token prompt, per token of one row.
+    """
+    device = device or pick_device()
+    base = config or LMConfig.llama_like(1000, d_model=768, num_heads=12, d_ff=2048, num_layers=4, max_len=512)
+    kv_heads = kv_heads or tuple(dict.fromkeys((base.num_heads, max(1, base.num_heads // 4), 1)))  # h, h/4, 1
+    prompt = torch.randint(0, base.vocab_size, (batch, prompt_len), generator=torch.Generator().manual_seed(0))
+    rows = []
+    for heads in kv_heads:
+        config = base.replace(n_kv_heads=heads)
+        seed_everything(0)
+        model = DecoderOnlyLM(config).to(device).eval()
+        seconds = time_call(lambda m=model: generate(m, prompt.to(device), new_tokens), device, repeats, warmup=1)
+        rows.append(
+            {
+                "kv_heads": heads,
+                "kind": "multi-head" if heads == base.num_heads else "multi-query" if heads == 1 else "grouped-query",
+                "cache_bytes_per_token": kv_cache_bytes_per_token(config),
+                "ms_per_token": seconds / new_tokens * 1e3,
+            }
+        )
+    return rows
+
+
 def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
     widths = [max(len(title), 12) for _, title, _ in columns]
     widths[0] = max(widths[0], *(len(str(r[columns[0][0]])) for r in rows))
@@ -347,6 +387,19 @@ def main(argv: list[str] | None = None) -> None:
             ("seconds", "seconds", ".3f"),
             ("sentences_per_s", "sentences/s", ".1f"),
             ("speedup", "x", ".1f"),
+        ],
+    )
+    print(
+        "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; cached greedy generation "
+        "of 64 tokens after 16, batch 8 (KV-cache bytes per token in fp32; median ms per generated token)"
+    )
+    _print_table(
+        grouped_query_decoding(device=device, repeats=max(1, args.repeats // 3)),
+        [
+            ("kind", "key/value heads", "s"),
+            ("kv_heads", "h_kv", "d"),
+            ("cache_bytes_per_token", "cache bytes/token", ",d"),
+            ("ms_per_token", "ms/token", ".2f"),
         ],
     )
 
