@@ -120,7 +120,8 @@ def _spread(values: list, count: int, keep) -> list:
 
 def _encode(value):
     """A widget's data as JSON: tensors as raw little-endian bytes in base64 (exact, so a restored widget draws the
-    very same picture), lists, tuples and dicts with string keys recursively, plain scalars as they are."""
+    very same picture), lists and tuples recursively, dicts as ``[key, value]`` pairs (notebook files are written
+    with sorted keys: a JSON object would lose the order), plain scalars as they are."""
     if isinstance(value, torch.Tensor):
         array = value.detach().cpu().contiguous().numpy()
         return {"__tensor__": base64.b64encode(array.astype(array.dtype.newbyteorder("<")).tobytes()).decode(),
@@ -128,9 +129,7 @@ def _encode(value):
     if isinstance(value, (list, tuple)):
         return [_encode(v) for v in value]
     if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            raise TypeError(f"a widget's data dicts need string keys to travel as JSON, got {list(value)}")
-        return {k: _encode(v) for k, v in value.items()}
+        return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     raise TypeError(f"a widget's data must be tensors, lists, dicts, strings or numbers, got {type(value).__name__}")
@@ -141,10 +140,10 @@ def _decode(value):
         dtype = np.dtype(value["dtype"]).newbyteorder("<")
         array = np.frombuffer(base64.b64decode(value["__tensor__"]), dtype=dtype).reshape(value["shape"])
         return torch.from_numpy(array.astype(array.dtype.newbyteorder("="), copy=True))
+    if isinstance(value, dict) and "__dict__" in value:
+        return {_decode(k): _decode(v) for k, v in value["__dict__"]}
     if isinstance(value, list):
         return [_decode(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
     return value
 
 
@@ -284,12 +283,13 @@ class FigureWidget:
 
     def snapshot(self) -> dict:
         """A JSON record from which :meth:`restore` rebuilds this widget without a kernel's other objects: the
-        class, the caption, every control (type, bounds, options, value) and the attributes named in ``DATA``."""
+        class, the caption, every control in order (name, type, bounds, options, value) and the attributes named
+        in ``DATA``."""
         return {
             "version": SNAPSHOT_VERSION,
             "class": type(self).__name__,
             "caption": self.caption.value,
-            "controls": {name: _describe(control) for name, control in self.controls.items()},
+            "controls": [[name, _describe(control)] for name, control in self.controls.items()],  # in order
             "data": {name: _encode(getattr(self, name)) for name in self.DATA},
         }
 
@@ -309,7 +309,7 @@ class FigureWidget:
         widget = cls.__new__(cls)
         for name in cls.DATA:
             setattr(widget, name, _decode(snapshot["data"][name]))
-        controls = {name: _build(described) for name, described in snapshot["controls"].items()}
+        controls = {name: _build(described) for name, described in snapshot["controls"]}
         FigureWidget.__init__(widget, controls, snapshot["caption"])
         return widget
 
