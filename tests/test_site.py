@@ -57,6 +57,13 @@ def site(tmp_path_factory):
         cell = nbformat.v4.new_code_cell("widget")
         cell.outputs = displayed(widget)
         notebook.cells.append(cell)
+    view = {"application/vnd.jupyter.widget-view+json": {"model_id": "0", "version_major": 2, "version_minor": 0}}
+    old = nbformat.v4.new_code_cell("widget made before snapshots")  # its controls' output has no snapshot
+    old.outputs = [nbformat.v4.new_output("display_data", data={**view, "text/plain": "[controls: head = 0; run ...]"}),
+                   displayed(shown[1])[1]]
+    progress = nbformat.v4.new_code_cell("training")  # a progress bar: a widget view that is no explorer
+    progress.outputs = [nbformat.v4.new_output("display_data", data={**view, "text/plain": "training: 4/4 steps"})]
+    notebook.cells += [old, progress]
     folder = tmp_path_factory.mktemp("notebooks")
     nbformat.write(notebook, folder / "01_test.ipynb")
     out = tmp_path_factory.mktemp("site") / "site"
@@ -109,3 +116,10 @@ def test_a_page_loads_nothing_from_outside_the_site(site):
     assert soup.select("details.tl-code[open] > summary")
     index = (out / "index.html").read_text()
     assert "notebooks/01_test.html" in index and "3 explorers" in index
+
+
+def test_a_widget_without_a_snapshot_keeps_its_picture_and_says_how_to_move_it(site):
+    out, shown, soup = site
+    frozen = soup.find(string=re.compile("predate the web frames")).find_parent("div", class_="jp-Cell")
+    assert "make notebooks" in frozen.get_text() and frozen.select("img")  # the first picture stays
+    assert "training: 4/4 steps" in soup.get_text()  # a progress bar's text stays

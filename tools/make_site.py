@@ -53,6 +53,7 @@ from nbconvert import HTMLExporter
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "tools" / "site"  # site.js, site.css: copied to OUT_DIR/assets/
 README_ROW = re.compile(r"^\| (\d\d) \| `(\w+)` \| (.+?) \| (.+?) \|$")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 NEEDS_PYTHON = "run it in JupyterLab: make lab"
 MAX_SITE_MB = 100  # the site must stay under this (GitHub Pages' recommended limit is 1 GB; ours is far less)
@@ -125,17 +126,18 @@ def widget_outputs(notebook) -> list[tuple[int, int, dict]]:
     return found
 
 
-def frozen_widget_outputs(notebook) -> int:
-    """How many widgets were displayed without a snapshot (outputs older than the static-site frames)."""
+def is_frozen_widget(output) -> bool:
+    """A transformer_lib widget displayed without a snapshot (outputs older than the static-site frames): its text
+    is the controls' summary, ``[controls: ...]``. Other widget views (tqdm's progress bars) are not explorers."""
     from transformer_lib.widgets import SNAPSHOT_KEY
 
-    return sum(
-        1
-        for cell in notebook.cells
-        for output in cell.get("outputs", [])
-        if "application/vnd.jupyter.widget-view+json" in output.get("data", {})
-        and SNAPSHOT_KEY not in output.get("metadata", {})
-    )
+    data = output.get("data", {})
+    return (WIDGET_VIEW in data and str(data.get("text/plain", "")).startswith("[controls:")
+            and SNAPSHOT_KEY not in output.get("metadata", {}))
+
+
+def frozen_widget_outputs(notebook) -> int:
+    return sum(1 for cell in notebook.cells for output in cell.get("outputs", []) if is_frozen_widget(output))
 
 
 def _label(control, value) -> str:
@@ -259,7 +261,6 @@ def with_explorers(notebook, drawn: list[dict], name: str):
     a widget without a snapshot keeps its picture, after a note that it cannot move here."""
     from transformer_lib.widgets import SNAPSHOT_KEY
 
-    widget_view = "application/vnd.jupyter.widget-view+json"
     number = 0
     for cell in notebook.cells:
         outputs = []
@@ -270,10 +271,13 @@ def with_explorers(notebook, drawn: list[dict], name: str):
                 page = widget_html(drawn[number], name, number)
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": page}))
                 number, skip_picture = number + 1, True
-            elif widget_view in data:
+            elif is_frozen_widget(output):
                 note = ("<p class='tl-note'>This explorer's outputs predate the web frames: re-execute the notebook "
                         f"(<code>make notebooks</code>) to move it here. Or {NEEDS_PYTHON}.</p>")
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": note}))
+            elif WIDGET_VIEW in data:  # a widget that needs a kernel (a progress bar): its text stays
+                output.data.pop(WIDGET_VIEW)
+                outputs.append(output)
             elif skip_picture and "image/png" in data:
                 skip_picture = False  # the widget's first picture: the explorer shows it
             else:
