@@ -71,8 +71,14 @@ test-browser: setup site
 		|| echo "could not install Playwright: the browser test will skip"
 	$(TESTENV) $(PY) -m pytest -v -rs -n 2 --dist load --run-browser tests/browser
 
-site: setup  ## the executed notebooks as a static website in build/site/ (index.html, no kernel needed)
-	$(PY) tools/make_site.py build/site
+# Every widget moves on the site: each one draws its frames from the snapshot its notebook output carries
+# (transformer_lib/widgets.py), SITE_JOBS processes side by side. latex2mathml turns display math into MathML.
+SITE_JOBS ?= 2
+
+site: setup  ## the executed notebooks as a static website in build/site/ (index.html, no kernel needed); prints its size
+	$(PY) -m pip install --quiet --disable-pip-version-check -r tools/site/requirements.txt \
+		|| echo "could not install latex2mathml: display math stays TeX on the site"
+	$(NOMPL) OMP_NUM_THREADS=1 $(PY) tools/make_site.py build/site --jobs $(SITE_JOBS)
 
 notebooks: setup  ## execute every notebook in place on the CPU, then drop widget state and timestamps
 	CUDA_VISIBLE_DEVICES= $(NOMPL) $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \

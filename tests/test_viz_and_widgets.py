@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json
+
 import pytest
 import torch
 from matplotlib.figure import Figure
@@ -239,3 +241,120 @@ def test_display_shows_controls_then_a_picture_updated_in_place():
     assert picture.data["image/png"] and not picture.update
     assert update.update and update.transient["display_id"] == picture.transient["display_id"]
     assert update.data["image/png"] != picture.data["image/png"]
+
+
+# --- The static site: every widget enumerates its own frames, and travels in the notebook as a JSON snapshot. ---
+
+
+@pytest.fixture(scope="module")
+def tiny_date_model():
+    """One layer, two heads: few enough frames for a quick enumeration."""
+    tl.seed_everything(0)
+    task = tl.DateTask(num_test=10)
+    config = tl.TransformerConfig.cpu_tiny(len(task.vocab)).replace(num_heads=2)
+    return tl.Transformer(config).eval(), task.vocab
+
+
+def site_widgets(model, vocab) -> dict:
+    """One of each widget class, small, with the number of frames the site must get from it."""
+    pe = widgets.PositionalEncodingExplorer(max_len=20, d_model=16)
+    pe.SITE_D_MODELS = (16, 32)  # pair i: 8 values at d_model 16, 16 (of 16) at d_model 32
+    schedule = widgets.ScheduleExplorer(steps=300)
+    schedule.SITE = {"d_model": (64, 128), "warmup": (100, 200)}  # and the current 512 and 4000: 3 x 3
+    return {
+        "temperature": (widgets.TemperatureExplorer(torch.tensor([2.0, 1.0, 0.1])), 61),  # every value of one slider
+        "head": (widgets.HeadExplorer(torch.softmax(torch.randn(3, 4, 4), -1)), 3 * 2),  # heads x colour scales
+        "layer_head": (widgets.LayerHeadExplorer({f"layers.{i}": torch.softmax(torch.randn(2, 3, 3), -1)
+                                                  for i in range(2)}), 2 * 2 * 2),
+        "head_count": (widgets.HeadCountExplorer(torch.randn(5, 8)), 4 * 2),  # h in 1, 2, 4, 8
+        "mask": (widgets.MaskBuilder(["a", "b", "<pad>"]), 2 * 2),
+        "positional": (pe, 8 + 16),
+        "schedule": (schedule, 3 * 3),
+        # the text stays, the query stays (see AttentionExplorer.site_values), one layer is one value
+        "attention": (widgets.AttentionExplorer(model, vocab, "3 may 1999", max_len=6), 3 * 2 * 2),
+        "decoding": (widgets.DecodingExplorer(model, vocab, "3 may 1999", max_len=4), None),  # steps x 2
+    }
+
+
+def set_values(widget, values: dict) -> None:
+    for name, value in values.items():  # in the controls' order, as frames() sets them
+        widget.controls[name].value = value
+
+
+def test_every_widget_enumerates_distinct_frames_equal_to_what_it_shows(tiny_date_model):
+    model, vocab = tiny_date_model
+    assert {type(widget) for widget, _ in site_widgets(model, vocab).values()} == {
+        getattr(widgets, name) for name in widgets.__all__
+        if isinstance(getattr(widgets, name), type) and getattr(widgets, name) is not widgets.FigureWidget
+    }, "a widget class without a case here"
+    for case, (widget, count) in site_widgets(model, vocab).items():
+        start, start_png = widget.values(), widget.png
+        frames = list(widget.frames())
+        if case == "decoding":
+            count = len(widget.tokens) * 2
+        assert len(frames) == count, case
+        for scale in ("shared", "own"):  # a map whose largest weight is 1 looks the same on both scales
+            pictures = [png for values, png in frames if values.get("scale", "shared") == scale]
+            assert len(set(pictures)) == len(pictures), f"{case}: two frames with the same picture"
+        assert len({tuple(values.items()) for values, _ in frames}) == count, case
+        assert widget.values() == start and widget.png == start_png, f"{case}: frames() left the controls moved"
+        assert start in [values for values, _ in frames], f"{case}: the first picture is one of the frames"
+        as_saved = json.loads(json.dumps(widget.snapshot(), sort_keys=True))  # nbformat sorts keys
+        fresh = widgets.FigureWidget.restore(as_saved)
+        for values, png in frames[:: 6 if count > 20 else 1]:
+            set_values(fresh, values)
+            assert fresh.png == png, f"{case}: the frame for {values} is not what the widget shows"
+    matplotlib.pyplot.close("all")
+
+
+def test_pair_frames_follow_the_bound_that_d_model_sets():
+    explorer = widgets.PositionalEncodingExplorer(max_len=20, d_model=16)
+    explorer.SITE_D_MODELS = (16, 32)
+    pairs = {d: [v["pair"] for v, _ in explorer.frames() if v["d_model"] == d] for d in (16, 32)}
+    assert pairs == {16: list(range(8)), 32: list(range(16))}
+
+
+def test_sliders_offer_at_most_site_steps_values_with_their_ends_and_current_value():
+    explorer = widgets.ScheduleExplorer(steps=100)
+    assert explorer.site_values("warmup") == [100, 500, 1000, 2000, 3000, 4000, 6000, 8000, 10000]
+    head = widgets.HeadExplorer(torch.softmax(torch.randn(40, 3, 3), -1))
+    head.controls["head"].value = 7
+    values = head.site_values("head")
+    assert values[0] == 0 and values[-1] == 39 and 7 in values and len(values) == head.SITE_STEPS + 1
+    assert widgets.control_values(widgets.TemperatureExplorer(torch.zeros(2)).controls["temperature"])[30] == 1.0
+
+
+def test_a_snapshot_is_small_json_and_restores_the_same_widget(tiny_date_model):
+    model, vocab = tiny_date_model
+    explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", kind="masked self", max_len=8)
+    explorer.controls["head"].value = 1
+    snapshot = json.loads(json.dumps(explorer.snapshot(), sort_keys=True))  # as the notebook file holds it
+    assert snapshot["class"] == "AttentionExplorer" and "model" not in snapshot["data"]
+    assert len(json.dumps(snapshot)) < 100_000
+    restored = widgets.FigureWidget.restore(snapshot)
+    assert type(restored) is widgets.AttentionExplorer and restored.values() == explorer.values()
+    assert list(restored.controls) == list(explorer.controls) and list(restored._maps) == list(explorer._maps)
+    assert restored.png == explorer.png and restored.caption.value == explorer.caption.value
+    torch.testing.assert_close(restored.state["weights"], explorer.state["weights"], rtol=0, atol=0)
+    restored.controls["text"].value = "4 may 1999"  # needs the model, which stayed in the kernel
+    assert "has no model" in restored.error and restored.png == explorer.png
+    assert changed(restored, "head", 0)  # the controls stay alive
+    with pytest.raises(ValueError, match="no widget class 'Image'"):
+        widgets.FigureWidget.restore({**snapshot, "class": "Image"})
+    with pytest.raises(ValueError, match="re-execute the notebook"):
+        widgets.FigureWidget.restore({**snapshot, "version": 0})
+
+
+def test_the_snapshot_rides_in_output_metadata_which_nbval_never_compares():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    builder = widgets.MaskBuilder(["a", "<pad>"])
+    with capture_output() as shown:
+        display(builder)
+    controls, picture = shown.outputs
+    assert set(controls.data) == {"application/vnd.jupyter.widget-view+json", "text/plain"}  # as before
+    assert controls.metadata[widgets.SNAPSHOT_KEY] == builder.snapshot()
+    assert widgets.SNAPSHOT_KEY not in (picture.metadata or {})

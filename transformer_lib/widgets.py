@@ -14,13 +14,29 @@ or each map's own (0 to its largest weight, to see detail in a faint map).
 Every widget keeps its latest drawing in ``.png``, the numbers behind it in ``.state`` and the message of the
 last input it could not draw in ``.error``; tests set a control's ``.value`` and check them. ipywidgets is
 imported here only, so model code never needs it.
+
+On the static site (``make site``, ``tools/make_site.py``) every widget still moves, and the widget itself says
+how: :meth:`FigureWidget.frames` yields ``(control values, PNG)`` for every combination of the values that
+:meth:`FigureWidget.site_values` offers, each PNG drawn by the widget's own :meth:`~FigureWidget.draw` after
+setting those values, exactly as a reader moving the controls would see it. The site cannot ask a live kernel,
+so the widget travels in the notebook: :meth:`FigureWidget.snapshot` is a small JSON record of its controls and
+of the data its pictures are drawn from (the attributes its class names in ``DATA``: attention maps, token
+labels; never the model), and :meth:`FigureWidget.restore` rebuilds the same widget from it in another process.
+The snapshot rides in the metadata of the controls' display output, under ``SNAPSHOT_KEY``: nbval never
+compares output metadata, and ``nbstripout --keep-output`` keeps it, so the committed outputs nbval reads are
+unchanged and a notebook grows by the size of its widgets' data (tens of kB), not by hundreds of PNGs. A widget
+whose picture needs the model for a control value computes it up front (``DecodingExplorer`` runs every step
+once); a control whose values are typed text (a source sentence) stays at its value on the web.
 """
 
+import base64
 import html
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 
 import ipywidgets as w
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from IPython.display import Image, display
 from matplotlib.figure import Figure
@@ -36,6 +52,8 @@ from .model import Transformer
 from .train import noam_lr
 
 __all__ = [
+    "SNAPSHOT_KEY",
+    "control_values",
     "FigureWidget",
     "TemperatureExplorer",
     "HeadExplorer",
@@ -63,9 +81,92 @@ def scale_control() -> w.Dropdown:
 
 
 def _has_one_value(control: w.Widget) -> bool:
+    values = control_values(control)
+    return values is not None and len(values) <= 1
+
+
+# Where a widget's snapshot rides in its controls' display output: output metadata, which nbval never compares.
+SNAPSHOT_KEY = "transformer_lib/widget"
+SNAPSHOT_VERSION = 1
+
+
+def control_values(control: w.Widget) -> list | None:
+    """Every value ``control`` can take now, in its own order; None for a box of typed text (open-ended).
+
+    A checkbox: False, True. A menu or selection slider: its options' values. A slider: ``min`` to ``max`` in
+    steps of ``step`` (for a log slider, of the exponent: ``base ** min`` ... ``base ** max``).
+    """
+    if isinstance(control, w.Checkbox):
+        return [False, True]
     if hasattr(control, "options"):
-        return len(control.options) <= 1
-    return hasattr(control, "min") and hasattr(control, "max") and control.min == control.max
+        return list(control._options_values)  # the values whatever form the options were given in
+    if isinstance(control, w.FloatLogSlider):
+        count = round((control.max - control.min) / control.step)
+        return [control.base ** (control.min + i * control.step) for i in range(count + 1)]
+    if isinstance(control, (w.IntSlider, w.FloatSlider)):
+        count = int(round((control.max - control.min) / control.step))
+        return [control.min + i * control.step for i in range(count + 1)]
+    return None
+
+
+def _spread(values: list, count: int, keep) -> list:
+    """At most ``count`` of ``values``, evenly spaced, with both ends (and ``keep``, the current value) among them."""
+    if len(values) <= count:
+        return values
+    picked = {round(i * (len(values) - 1) / (count - 1)) for i in range(count)}
+    picked |= {i for i, v in enumerate(values) if v == keep}
+    return [values[i] for i in sorted(picked)]
+
+
+def _encode(value):
+    """A widget's data as JSON: tensors as raw little-endian bytes in base64 (exact, so a restored widget draws the
+    very same picture), lists and tuples recursively, dicts as ``[key, value]`` pairs (notebook files are written
+    with sorted keys: a JSON object would lose the order), plain scalars as they are."""
+    if isinstance(value, torch.Tensor):
+        array = value.detach().cpu().contiguous().numpy()
+        return {"__tensor__": base64.b64encode(array.astype(array.dtype.newbyteorder("<")).tobytes()).decode(),
+                "dtype": str(array.dtype), "shape": list(array.shape)}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"a widget's data must be tensors, lists, dicts, strings or numbers, got {type(value).__name__}")
+
+
+def _decode(value):
+    if isinstance(value, dict) and "__tensor__" in value:
+        dtype = np.dtype(value["dtype"]).newbyteorder("<")
+        array = np.frombuffer(base64.b64decode(value["__tensor__"]), dtype=dtype).reshape(value["shape"])
+        return torch.from_numpy(array.astype(array.dtype.newbyteorder("="), copy=True))
+    if isinstance(value, dict) and "__dict__" in value:
+        return {_decode(k): _decode(v) for k, v in value["__dict__"]}
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+# What rebuilds a control: its class name in ipywidgets and these traits, where it has them.
+CONTROL_TRAITS = ("description", "min", "max", "step", "base", "continuous_update")
+
+
+def _describe(control: w.Widget) -> dict:
+    described = {"type": type(control).__name__, "value": control.value}
+    described |= {trait: getattr(control, trait) for trait in CONTROL_TRAITS if hasattr(control, trait)}
+    if hasattr(control, "options"):
+        labels, values = control._options_labels, control._options_values
+        described["options"] = [[label, value] for label, value in zip(labels, values, strict=True)]
+    return described
+
+
+def _build(described: dict) -> w.Widget:
+    kwargs = {k: v for k, v in described.items() if k not in ("type", "options", "value")}
+    if "options" in described:
+        kwargs["options"] = [tuple(pair) for pair in described["options"]]
+    control = getattr(w, described["type"])(**kwargs)
+    control.value = described["value"]
+    return control
 
 
 class FigureWidget:
@@ -73,8 +174,16 @@ class FigureWidget:
 
     Subclasses build ``self.controls`` (name -> widget) and implement :meth:`draw`, which returns a Figure and
     may record what it showed in ``self.state``. ``draw`` raises ValueError for input it cannot draw; the
-    message is shown under the controls and the last good picture stays.
+    message is shown under the controls and the last good picture stays. A bound that follows another control
+    (a slider whose maximum depends on a menu) is set in :meth:`update`, so it holds in a restored widget too.
+
+    For the static site a subclass names in ``DATA`` the attributes that :meth:`update` and :meth:`draw` read
+    besides the controls (what :meth:`snapshot` saves), and may lower ``SITE_STEPS`` or override
+    :meth:`site_values` where the combinations of its controls are too many for the site.
     """
+
+    DATA: tuple[str, ...] = ()
+    SITE_STEPS = 16  # the most values of one slider that the static site offers (evenly spaced, ends included)
 
     def __init__(self, controls: dict[str, w.Widget], caption: str = ""):
         self.controls = controls
@@ -130,8 +239,79 @@ class FigureWidget:
         bundle = w.VBox(parts)._repr_mimebundle_()
         # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the widget's repr.
         bundle["text/plain"] = self.controls_summary()
-        display(bundle, raw=True)
+        display(bundle, raw=True, metadata={SNAPSHOT_KEY: self.snapshot()})  # for the static site; nbval skips it
         self._handle = display(self._image(), display_id=True)
+
+    def site_values(self, name: str) -> list:
+        """The values of control ``name`` that the static site offers, given the other controls' values now.
+
+        A checkbox's and a menu's every value; at most ``SITE_STEPS`` of a slider's, evenly spaced with its ends
+        and its current value among them; only the current value of a text box (what the model must read needs
+        Python: on the web it is shown, disabled).
+        """
+        control = self.controls[name]
+        values = control_values(control)
+        if values is None:
+            return [control.value]
+        return _spread(values, self.SITE_STEPS, control.value)
+
+    def values(self) -> dict:
+        """Control name -> its value now."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def frames(self) -> Iterator[tuple[dict, bytes]]:
+        """Every picture of the static site: ``(control values, PNG)`` for each combination of the values that
+        :meth:`site_values` offers, controls taken in their order (so a bound that follows an earlier control,
+        such as the pair slider's maximum under ``d_model``, is the one in force). Each PNG is ``self.png`` after
+        setting those values, as a reader would; the controls are set back to their values at the start."""
+        start = self.values()
+        try:
+            yield from self._frames_from(list(self.controls))
+        finally:
+            for name, value in start.items():
+                self.controls[name].value = value
+
+    def _frames_from(self, names: list[str]) -> Iterator[tuple[dict, bytes]]:
+        if not names:
+            if self.error is not None:
+                raise ValueError(f"{type(self).__name__} cannot draw {self.values()}: {self.error}")
+            yield self.values(), self.png
+            return
+        for value in self.site_values(names[0]):
+            self.controls[names[0]].value = value
+            yield from self._frames_from(names[1:])
+
+    def snapshot(self) -> dict:
+        """A JSON record from which :meth:`restore` rebuilds this widget without a kernel's other objects: the
+        class, the caption, every control in order (name, type, bounds, options, value) and the attributes named
+        in ``DATA``."""
+        return {
+            "version": SNAPSHOT_VERSION,
+            "class": type(self).__name__,
+            "caption": self.caption.value,
+            "controls": [[name, _describe(control)] for name, control in self.controls.items()],  # in order
+            "data": {name: _encode(getattr(self, name)) for name in self.DATA},
+        }
+
+    @staticmethod
+    def restore(snapshot: dict) -> "FigureWidget":
+        """The widget a :meth:`snapshot` was taken of, drawn at the snapshot's control values.
+
+        Only classes of this module are rebuilt. The subclass's ``__init__`` does not run (it may need a
+        model): the data attributes are set from the snapshot, then the controls, then the first picture.
+        """
+        if snapshot.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"widget snapshot version {snapshot.get('version')}, expected {SNAPSHOT_VERSION}: "
+                             "re-execute the notebook (make notebooks)")
+        cls = getattr(sys.modules[__name__], snapshot["class"], None)
+        if not (isinstance(cls, type) and issubclass(cls, FigureWidget)):
+            raise ValueError(f"no widget class {snapshot['class']!r} in transformer_lib.widgets")
+        widget = cls.__new__(cls)
+        for name in cls.DATA:
+            setattr(widget, name, _decode(snapshot["data"][name]))
+        controls = {name: _build(described) for name, described in snapshot["controls"]}
+        FigureWidget.__init__(widget, controls, snapshot["caption"])
+        return widget
 
     def controls_summary(self) -> str:
         """One line naming the controls and their values, e.g. ``[controls: head = 0; run the notebook ...]``.
@@ -144,6 +324,9 @@ class FigureWidget:
 
 class TemperatureExplorer(FigureWidget):
     """``softmax(scores / temperature)``: drag the temperature from near-argmax to near-uniform."""
+
+    DATA = ("scores", "labels")
+    SITE_STEPS = 61  # one control: the site offers every value of the slider
 
     def __init__(self, scores: torch.Tensor, labels: Sequence[str] | None = None, temperature: float = 1.0):
         self.scores, self.labels = torch.as_tensor(scores, dtype=torch.float32), labels
@@ -163,6 +346,8 @@ class TemperatureExplorer(FigureWidget):
 
 class HeadExplorer(FigureWidget):
     """Slide through the heads of one attention map ``weights (h, T_q, T_k)``."""
+
+    DATA = ("weights", "query_labels", "key_labels", "title")
 
     def __init__(
         self,
@@ -199,6 +384,8 @@ class LayerHeadExplorer(FigureWidget):
 
     ``maps``: layer name -> ``(h, T_q, T_k)`` weights, all for the same tokens.
     """
+
+    DATA = ("maps", "query_labels", "key_labels")
 
     def __init__(
         self,
@@ -239,6 +426,8 @@ class HeadCountExplorer(FigureWidget):
     the same maps) applied to the same token vectors ``x (T, d_model)``.
     """
 
+    DATA = ("x", "labels", "seed")
+
     def __init__(self, x: torch.Tensor, labels: Sequence[str] | None = None, seed: int = 0):
         if x.dim() != 2:
             raise ValueError(f"x must be (T, d_model) token vectors, got shape {tuple(x.shape)}")
@@ -277,6 +466,8 @@ class MaskBuilder(FigureWidget):
     random vectors; the weights are those of ``tl.scaled_dot_product_attention`` under the mask.
     """
 
+    DATA = ("tokens", "is_real", "q", "k")
+
     def __init__(self, tokens: Sequence[str], pad: str = "<pad>", seed: int = 0):
         self.tokens = list(tokens)
         self.is_real = torch.tensor([t != pad for t in self.tokens])
@@ -307,7 +498,13 @@ class MaskBuilder(FigureWidget):
 
 
 class PositionalEncodingExplorer(FigureWidget):
-    """Pick ``d_model`` and a feature pair ``i``: the heatmap of all encodings and the pair's two curves."""
+    """Pick ``d_model`` and a feature pair ``i``: the heatmap of all encodings and the pair's two curves.
+
+    On the static site: ``d_model`` a power of two from 16 to 256 (5 of its 32 values), the pair as any slider.
+    """
+
+    DATA = ("max_len",)
+    SITE_D_MODELS = (16, 32, 64, 128, 256)
 
     def __init__(self, max_len: int = 100, d_model: int = 64):
         self.max_len = max_len
@@ -317,10 +514,14 @@ class PositionalEncodingExplorer(FigureWidget):
                 "pair": w.IntSlider(value=0, min=0, max=d_model // 2 - 1, description="pair i"),
             }
         )
-        self.controls["d_model"].observe(self._bound_pair, names="value")
 
-    def _bound_pair(self, change) -> None:
-        self.controls["pair"].max = change["new"] // 2 - 1  # redraws if the value had to move
+    def update(self) -> None:
+        self.controls["pair"].max = self.controls["d_model"].value // 2 - 1  # redraws if the value had to move
+
+    def site_values(self, name: str) -> list:
+        if name == "d_model":
+            return sorted({*self.SITE_D_MODELS, self.controls["d_model"].value})
+        return super().site_values(name)
 
     def draw(self) -> Figure:
         d_model = self.controls["d_model"].value
@@ -331,7 +532,13 @@ class PositionalEncodingExplorer(FigureWidget):
 
 
 class ScheduleExplorer(FigureWidget):
-    """The paper's learning-rate schedule for any ``d_model`` and ``warmup``, against the paper's own."""
+    """The paper's learning-rate schedule for any ``d_model`` and ``warmup``, against the paper's own.
+
+    On the static site: 5 values of ``d_model`` (powers of two, 64 to 1024) and 9 of ``warmup``.
+    """
+
+    DATA = ("steps",)
+    SITE = {"d_model": (64, 128, 256, 512, 1024), "warmup": (100, 500, 1000, 2000, 3000, 4000, 6000, 8000, 10000)}
 
     def __init__(self, steps: int = 20000):
         self.steps = steps
@@ -353,6 +560,9 @@ class ScheduleExplorer(FigureWidget):
             "peak_lr": max(ours),
         }
         return viz.plot_schedule({f"d_model={d_model}, warmup={warmup}": ours, "paper: 512, 4000": paper})
+
+    def site_values(self, name: str) -> list:
+        return sorted({*self.SITE[name], self.controls[name].value})
 
 
 def _token_labels(vocab: Vocab, ids: torch.Tensor) -> list[str]:
@@ -388,12 +598,14 @@ class AttentionExplorer(FigureWidget):
     """
 
     KINDS = ATTENTION_KINDS
+    DATA = ("text", "translation", "_maps", "_labels")
+    model: Transformer | None = None  # None in a widget restored from a snapshot: it cannot read a new text
+    _rejected: tuple[str | None, str] = (None, "")  # the last source that could not be drawn, and why
 
     def __init__(self, model: Transformer, vocab: Vocab, text: str, kind: str = "cross", max_len: int = 32):
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {list(self.KINDS)}, got {kind!r}")
         self.model, self.vocab, self.max_len = model, vocab, max_len
-        self._rejected: tuple[str | None, str] = (None, "")  # the last source that could not be drawn, and why
         config = model.config
         self._run(text)
         super().__init__(
@@ -411,6 +623,8 @@ class AttentionExplorer(FigureWidget):
         )
 
     def _run(self, text: str) -> None:
+        if self.model is None:
+            raise ValueError("this copy of the explorer has no model to read a new source: run it in JupyterLab")
         model, vocab = self.model, self.vocab
         _check_source(vocab, text, model.config.max_len)
         src = make_batch([(text, "")], vocab).src  # (1, S)
@@ -424,6 +638,13 @@ class AttentionExplorer(FigureWidget):
         self._maps = {kind: [weights[0] for _, weights in attention.of_kind(kind)] for kind in self.KINDS}
         source, reads = _token_labels(vocab, src[0]), _token_labels(vocab, tgt[0])
         self._labels = {"source": source, "decoder": _decoder_row_labels(reads, _token_labels(vocab, out))}
+
+    def site_values(self, name: str) -> list:
+        """As any widget's, but the query stays where it is on the static site: the map shows every query's row
+        already, and the highlight of each one would multiply the pictures by the number of tokens."""
+        if name == "query":
+            return [self.controls["query"].value]
+        return super().site_values(name)
 
     def input_error(self) -> str | None:
         text, error = self._rejected
@@ -467,6 +688,8 @@ class DecodingExplorer(FigureWidget):
     """Step through greedy decoding: at step ``t`` the model has written ``t`` tokens, and the picture shows
     where each step's query looked in the source (cross-attention of the last layer, averaged over heads).
     Rows not written yet are blank and unlabelled; a written row ``a→b`` read ``a`` and wrote ``b``."""
+
+    DATA = ("rows", "tokens", "row_labels", "source")
 
     def __init__(self, model: Transformer, vocab: Vocab, text: str, max_len: int = 32):
         _check_source(vocab, text, model.config.max_len)

@@ -108,12 +108,18 @@ def browser():
 def pytest_sessionstart(session):
     """Start from an empty build/browser/ (once, in the process that collects the workers' records)."""
     if not hasattr(session.config, "workerinput") and session.config.getoption("--run-browser"):
-        for path in [*OUT.glob("*.json"), *OUT.glob("*.png")]:
+        for path in [*OUT.glob("*.json"), *OUT.glob("*.png"), *OUT.glob("site/*.json")]:
             path.unlink()
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The widget count over every notebook that ran: controls found, controls that redrew."""
+    """The widget count over every notebook that ran: controls found, controls that redrew; and on the static site,
+    the explorers and the controls moved (each picture checked against the widget's own)."""
+    site = OUT / "site" / "summary.json"
+    if site.exists() and not hasattr(terminalreporter.config, "workerinput"):
+        moved = json.loads(site.read_text())
+        terminalreporter.write_line(f"site: {moved['explorers']} explorers, {moved['controls_moved']} controls moved, "
+                                    "each picture the widget's own")
     records = [json.loads(p.read_text()) for p in sorted(OUT.glob("*.json")) if p.name != "summary.json"]
     if not records or hasattr(terminalreporter.config, "workerinput"):
         return
