@@ -115,6 +115,6 @@ def check_shifted_targets(shift: Callable) -> CheckResult:
 # --- the exercises ------------------------------------------------------------------------------------------
 
 EXERCISES = [
-    Exercise("08", "1", "my_causal_mask", "a causal mask: the .triu() bug, then the fix", "check_causal_mask"),
-    Exercise("08", "2", "my_split_heads", "split_heads: the reshape bug, then the fix", "check_split_heads"),
+    Exercise("08", "1", "my_causal_mask", "a causal mask: three slips predicted, then the fix", "check_causal_mask"),
+    Exercise("08", "2", "my_split_heads", "split_heads: three candidates, decide which is right", "check_split_heads"),
 ]
