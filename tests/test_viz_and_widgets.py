@@ -358,3 +358,16 @@ def test_the_snapshot_rides_in_output_metadata_which_nbval_never_compares():
     assert set(controls.data) == {"application/vnd.jupyter.widget-view+json", "text/plain"}  # as before
     assert controls.metadata[widgets.SNAPSHOT_KEY] == builder.snapshot()
     assert widgets.SNAPSHOT_KEY not in (picture.metadata or {})
+
+
+def test_head_count_explorer_leaves_the_learners_random_stream_alone():
+    from transformer_lib import widgets
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    explorer = widgets.HeadCountExplorer(torch.randn(5, 8))
+    torch.manual_seed(123)
+    explorer.controls["num_heads"].value = 4  # redraws with freshly seeded weights
+    assert explorer.state["num_heads"] == 4
+    assert torch.equal(torch.rand(3), expected)

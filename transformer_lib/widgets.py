@@ -445,8 +445,9 @@ class HeadCountExplorer(FigureWidget):
 
     def draw(self) -> Figure:
         h, scale = self.controls["num_heads"].value, self.controls["scale"].value
-        torch.manual_seed(self.seed)
-        mha = MultiHeadAttention(self.x.size(1), h).eval()
+        with torch.random.fork_rng(devices=[]):  # seeded weights; the learner's random stream is left as it was
+            torch.manual_seed(self.seed)
+            mha = MultiHeadAttention(self.x.size(1), h).eval()
         with torch.no_grad():
             _, weights = mha(self.x[None], self.x[None], self.x[None], need_weights=True)  # (1, h, T, T)
         self.state = {"num_heads": h, "scale": scale, "d_k": mha.d_k, "weights": weights[0]}
