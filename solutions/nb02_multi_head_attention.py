@@ -2,13 +2,15 @@
 
 import math
 
+import torch
 from torch import nn
 
 
 def my_split_heads(x, num_heads):
-    """``(B, T, h * d) -> (B, h, T, d)``: view the features as heads, then move the heads before T."""
-    batch, length, width = x.shape
-    return x.view(batch, length, num_heads, width // num_heads).transpose(1, 2)  # (B, h, T, d)
+    """``(B, T, h * d) -> (B, h, T, d)``: head i is the slice of features i*d .. (i+1)*d - 1 of every token;
+    stacking the h slices on a new dim 1 puts the heads before T."""
+    d = x.size(-1) // num_heads
+    return torch.stack([x[..., i * d : (i + 1) * d] for i in range(num_heads)], dim=1)  # (B, h, T, d)
 
 
 def my_combine_heads(x):
