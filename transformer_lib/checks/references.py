@@ -160,8 +160,8 @@ def positional_encoding(student: nn.Module, d_model: int, max_len: int) -> Posit
             raise Failure(f"the table is an nn.Parameter (`{params[0]}`): the optimizer would change it. Hint: "
                            "`self.register_buffer('pe', table)`: it moves with `.to(device)`, nothing trains it.")
         if plain:
-            raise Failure(f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves it behind and "
-                           "state_dict never sees it. Hint: `self.register_buffer('pe', table)`.")
+            raise Failure(f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves it behind, so "
+                           "on a GPU it stays on the CPU. Hint: `self.register_buffer('pe', table)`.")
         raise Failure(f"no buffer of max_len x d_model = {size} numbers: store the table with "
                        "`self.register_buffer('pe', table)`.")
     return PositionalEncoding(d_model, max_len=max_len, dropout=0.0)
