@@ -1,14 +1,29 @@
-"""Notebook 11 · GPT and BERT from the same blocks: the GPT block, BERT's masking recipe, a parameter count."""
+"""Notebook 11 · GPT and BERT from the same blocks: the next-token loss, the sampling loop, BERT's masking recipe."""
 
 import torch
+import torch.nn.functional as F
 
-import transformer_lib as tl
 from transformer_lib import lm
 
 
-def my_gpt_block(layer, x):
-    """An encoder layer whose self-attention may not look ahead: the causal mask ``(1, 1, T, T)``."""
-    return layer(x, tl.causal_mask(x.size(1)))  # (B, T, d_model)
+def my_next_token_loss(logits, tokens, pad_id):
+    """The logits at position t score token t + 1; a target that is padding is skipped; the mean over the rest."""
+    predictions = logits[:, :-1]  # (B, T - 1, V): the last position has no next token
+    targets = tokens[:, 1:]  # (B, T - 1): each position's next token
+    return F.cross_entropy(predictions.flatten(0, 1), targets.flatten(), ignore_index=pad_id)
+
+
+def my_generate(model, prompt, max_new_tokens, temperature, generator):
+    """Append one sampled token at a time: the model reads the last max_len tokens, the last position's logits
+    divided by the temperature become probabilities, and the next token is drawn from them with ``generator``."""
+    tokens = prompt  # (B, T0)
+    for _ in range(max_new_tokens):
+        context = tokens[:, -model.config.max_len :]  # (B, <= max_len): the model reads no more
+        logits = model(context)[:, -1] / temperature  # (B, V): what comes after the last token
+        probs = logits.softmax(dim=-1)  # (B, V)
+        new = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+        tokens = torch.cat([tokens, new], dim=1)  # (B, t + 1)
+    return tokens
 
 
 def my_mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, generator):
@@ -27,20 +42,6 @@ def my_mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, generator):
     return inputs, targets
 
 
-def my_parameter_count(config):
-    """Embedding (tied to the output), learned positions, N blocks, and the final LayerNorm of a pre-LN stack."""
-    d, d_ff = config.d_model, config.d_ff
-    attention = 4 * (d * d + d)  # w_q, w_k, w_v, w_o with biases
-    feed_forward = d * d_ff + d_ff + d_ff * d + d
-    norms = 2 * (2 * d)  # two LayerNorms, each a gain and a shift
-    total = config.vocab_size * d + config.num_layers * (attention + feed_forward + norms)
-    if config.positional == "learned":
-        total += config.max_len * d
-    if config.norm_first:
-        total += 2 * d  # the final LayerNorm
-    return total
-
-
 ANSWERS = {
     "4": (
         "A masked language model is trained to predict hidden tokens from both sides: at every position it has "
@@ -57,16 +58,26 @@ ANSWERS = {
     ),
 }
 
+
+def _sampled_from_logits(model, prompt, max_new_tokens, temperature, generator):
+    """The classic slip: multinomial on the logits (no softmax)."""
+    tokens = prompt
+    for _ in range(max_new_tokens):
+        logits = model(tokens[:, -model.config.max_len :])[:, -1] / temperature
+        tokens = torch.cat([tokens, torch.multinomial(logits, 1, generator=generator)], dim=1)
+    return tokens
+
+
 # A typical wrong answer to each exercise, and words that the hint its check gives must contain
 # (tests/test_solutions.py feeds each to the check).
 WRONG_ANSWERS = {
-    "my_gpt_block": (lambda layer, x: layer(x), "causal mask"),
+    "my_next_token_loss": (
+        lambda logits, tokens, pad_id: F.cross_entropy(logits.flatten(0, 1), tokens.flatten(), ignore_index=pad_id),
+        "no shift",
+    ),
+    "my_generate": (_sampled_from_logits, "sampled from the logits"),
     "my_mask_tokens": (
         lambda tokens, mask_id, v, specials, rate, generator: lm.mask_tokens(tokens, mask_id, v, (), rate, generator),
         "special_ids were ignored",
-    ),
-    "my_parameter_count": (
-        lambda config: tl.count_parameters(tl.DecoderOnlyLM(config.replace(max_len=1)))["total"],
-        "max_len x d_model",
     ),
 }

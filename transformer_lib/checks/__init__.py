@@ -31,7 +31,13 @@ from .nb07_inference import check_temperature_softmax
 from .nb08_debugging_attention import check_causal_decoder, check_shifted_targets
 from .nb09_gpu_and_scale import check_shard_loss
 from .nb10_paper_experiments import check_table3_row
-from .nb11_gpt_and_bert import check_gpt_block, check_lm_parameter_count, check_mask_tokens
+from .nb11_gpt_and_bert import (
+    check_generate,
+    check_gpt_block,
+    check_lm_parameter_count,
+    check_mask_tokens,
+    check_next_token_loss,
+)
 
 __all__ = [
     "CheckResult",
@@ -53,7 +59,9 @@ __all__ = [
     "check_shifted_targets",
     "check_shard_loss",
     "check_table3_row",
-    "check_gpt_block",
+    "check_next_token_loss",
+    "check_generate",
     "check_mask_tokens",
+    "check_gpt_block",
     "check_lm_parameter_count",
 ]
