@@ -185,9 +185,9 @@ CASES = {
         lambda: tl.padding_mask(ids[0], 0),
     ),
     "padding_mask string pad_id": (TypeError, "pad_id must be an int, got '0'", lambda: tl.padding_mask(ids, "0")),
-    "causal_mask size 0": (ValueError, "T_q=0, T_k=0", lambda: tl.causal_mask(0)),
+    "causal_mask size 0": (ValueError, "size_q must be >= 1, got size_q=0", lambda: tl.causal_mask(0)),
     "causal_mask T_k < T_q": (ValueError, "T_q=3, T_k=2", lambda: tl.causal_mask(3, 2)),
-    "causal_mask float size": (TypeError, "size_q=2.5", lambda: tl.causal_mask(2.5)),
+    "causal_mask float size": (TypeError, "size_q must be an int, got 2.5", lambda: tl.causal_mask(2.5)),
     # layers
     "LayerNorm wrong width": (
         ValueError,

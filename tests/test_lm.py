@@ -251,7 +251,7 @@ def test_lm_options_reach_their_layers_and_print_only_when_set():
         ({"type_vocab_size": -1}, ValueError, "type_vocab_size must be an int >= 0"),
         ({"tie_embeddings": "no"}, TypeError, "tie_embeddings must be True or False"),
         ({"pad_id": 1.5}, TypeError, r"pad_id must be an int, got 1.5 of type float \(or None for a language"),
-        ({"layer_norm_eps": -1e-5}, ValueError, "layer_norm_eps must be > 0"),
+        ({"layer_norm_eps": -1e-5}, ValueError, "layer_norm_eps must be finite and > 0"),
     ],
 )
 def test_bad_lm_option_values_are_named_with_what_was_expected(options, error, message):
