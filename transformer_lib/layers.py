@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import check_choice, check_positive_ints
+from ._arguments import check_choice, check_positive_ints, check_token_ids
 
 __all__ = [
     "LayerNorm",
@@ -191,17 +191,7 @@ class TokenEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        if not isinstance(tokens, torch.Tensor):
-            raise TypeError(f"tokens must be a tensor of integer ids, got {type(tokens).__name__}")
-        if tokens.is_floating_point() or tokens.dtype == torch.bool:
-            raise TypeError(f"tokens must be integer ids, got dtype {tokens.dtype}")
-        vocab_size = self.embedding.num_embeddings
-        if tokens.numel():
-            # The one check here that reads the data (one sync on a GPU): an id out of range would otherwise
-            # end in a device-side assert there, or an IndexError deep inside nn.Embedding on the CPU.
-            low, high = torch.stack(torch.aminmax(tokens)).tolist()
-            if low < 0 or high >= vocab_size:
-                raise ValueError(f"token ids must lie in [0, {vocab_size}), got min={low}, max={high}")
+        check_token_ids("tokens", tokens, self.embedding.num_embeddings)  # reads the data: one sync on a GPU
         return self.embedding(tokens) * self.scale  # (B, T, d_model)
 
 

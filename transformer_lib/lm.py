@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import is_int
+from ._arguments import check_non_negative_ints, check_token_ids
 from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
@@ -95,11 +95,7 @@ class LMConfig:
             probabilities=("dropout", "attention_dropout"),
             flags=("norm_first", "tie_embeddings"),
         )
-        if not is_int(self.type_vocab_size) or self.type_vocab_size < 0:
-            raise ValueError(
-                f"type_vocab_size must be an int >= 0 (0: no token-type embeddings; BERT: 2), "
-                f"got type_vocab_size={self.type_vocab_size!r}"
-            )
+        check_non_negative_ints(type_vocab_size=self.type_vocab_size)  # 0: no token-type embeddings; BERT: 2
 
     def replace(self, **changes) -> "LMConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""
@@ -326,11 +322,7 @@ class MaskedLM(_EncoderStackLM):
         if not isinstance(token_types, torch.Tensor) or token_types.shape != tokens.shape:
             got = tuple(token_types.shape) if isinstance(token_types, torch.Tensor) else type(token_types).__name__
             raise ValueError(f"token_types must be (B, T) = {tuple(tokens.shape)} like the tokens, got {got}")
-        if token_types.is_floating_point() or token_types.dtype == torch.bool:
-            raise TypeError(f"token_types must be integer ids, got dtype {token_types.dtype}")
-        low, high = torch.stack(torch.aminmax(token_types)).tolist()
-        if low < 0 or high >= size:
-            raise ValueError(f"token_types must lie in [0, {size}) (type_vocab_size), got min={low}, max={high}")
+        check_token_ids("token_types", token_types, size)
 
 
 class MaskedLMHead(nn.Module):
@@ -500,8 +492,7 @@ def generate(
     """
     if prompt.dim() != 2 or prompt.size(1) < 1:
         raise ValueError(f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}")
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    check_non_negative_ints(max_new_tokens=max_new_tokens)
     if prompt.size(1) + max_new_tokens > model.config.max_len:
         raise ValueError(
             f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "

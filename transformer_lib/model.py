@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._arguments import check_choice, check_positive_ints, check_positive_real, check_probability, is_int
+from ._arguments import (
+    check_choice,
+    check_positive_ints,
+    check_positive_real,
+    check_probability,
+    check_token_id,
+    is_int,
+)
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
 from .layers import (
@@ -96,18 +103,8 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
     if c.pad_id is not None:
-        if not is_int(c.pad_id):
-            raise TypeError(
-                f"pad_id must be an int, got {c.pad_id!r} of type {type(c.pad_id).__name__} "
-                "(or None for a language model without a padding token)"
-            )
-        smallest_vocab = min(vocab_sizes.values())
-        if not 0 <= c.pad_id < smallest_vocab:
-            sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
-            raise ValueError(
-                f"pad_id={c.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} ({sizes}), "
-                "or be None for a model without a padding token"
-            )
+        hint = "(or None for a language model without a padding token)"
+        check_token_id("pad_id", c.pad_id, min(vocab_sizes.values()), hint=hint)
     check_choice("positional", c.positional, POSITIONAL_KINDS)
     check_choice("sinusoid_layout", c.sinusoid_layout, SINUSOID_LAYOUTS)
     check_choice("activation", c.activation, FFN_ACTIVATIONS)

@@ -1,7 +1,6 @@
 """Training: the label-smoothed loss, the paper's warmup schedule, and a small trainer with checkpoints."""
 
 import dataclasses
-import math
 import os
 import time
 import warnings
@@ -13,7 +12,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._arguments import check_positive_ints, is_int
+from ._arguments import check_positive_ints, check_positive_real, check_probability, check_token_id
 from .data import Batch, Seq2SeqTask
 from .model import Transformer, TransformerConfig
 from .runtime import seed_everything
@@ -41,15 +40,13 @@ def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: 
     """``target (N,)`` ids -> ``(N, vocab_size)`` distributions: ``1 - eps`` on the target and ``eps`` spread
     evenly over the other tokens except ``<pad>``, which never gets probability. Rows whose target is padding
     are all zero (they carry no loss)."""
-    if not 0.0 <= eps < 1.0:
-        raise ValueError(f"label smoothing eps must be in [0, 1), got {eps}")
+    check_probability(eps=eps)
     if eps > 0 and vocab_size < 3:
         raise ValueError(
             f"vocab_size={vocab_size} is too small to smooth: eps={eps} is spread over the tokens other than the "
             "target and <pad>, so it needs vocab_size >= 3 (or eps=0)"
         )
-    if not 0 <= pad_id < vocab_size:
-        raise ValueError(f"pad_id must be in [0, vocab_size={vocab_size}), got {pad_id}")
+    check_token_id("pad_id", pad_id, vocab_size)
     if target.dtype.is_floating_point or target.dtype == torch.bool or target.is_complex():
         raise TypeError(f"target must hold integer token ids, got dtype {target.dtype}")
     if target.numel() and not 0 <= int(target.min()) <= int(target.max()) < vocab_size:
@@ -370,17 +367,13 @@ class TrainingRecipe:
     eps_ls: float
 
     def __post_init__(self):
+        check_positive_ints(steps=self.steps, batch_size=self.batch_size, warmup=self.warmup)
+        check_positive_real(lr=self.lr)
+        check_probability(eps_ls=self.eps_ls)
         for name in ("steps", "batch_size", "warmup"):
-            value = getattr(self, name)
-            if not is_int(value) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-            object.__setattr__(self, name, int(value))  # a NumPy integer from a grid is stored as Python's
+            object.__setattr__(self, name, int(getattr(self, name)))  # a NumPy integer is stored as Python's
         if not self.warmup < self.steps:
             raise ValueError(f"warmup must be below steps, got warmup={self.warmup}, steps={self.steps}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
-        if not 0.0 <= self.eps_ls < 1.0:
-            raise ValueError(f"eps_ls must be in [0, 1), got {self.eps_ls}")
 
     def replace(self, **changes) -> "TrainingRecipe":
         """A copy with some fields changed: ``CPU_RECIPE.replace(steps=800)``."""
