@@ -181,17 +181,18 @@ class KVCache:
 
 
 def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:
-    """Bytes the decoding cache grows by per generated token: ``2 (k and v) * layers * h_kv * d_k * bytes(dtype)``.
+    """Bytes the decoding cache grows by per generated token: ``layers * h_kv * (d_k + d_v) * bytes(dtype)``.
 
     ``config`` is an ``LMConfig`` (its ``num_layers``) or a ``TransformerConfig`` (its decoder's layers; the
     cross-attention cache is per *source* token and is left out). ``h_kv`` is ``n_kv_heads`` (``num_heads``
-    when unset) and ``d_k = d_model // num_heads``. GPT-2 small in fp32: ``2 * 12 * 12 * 64 * 4 = 73,728``;
-    with 3 key/value heads (grouped-query) a quarter of that; with 1 (multi-query) a twelfth.
+    when unset); ``d_k`` and ``d_v`` are the config's (``d_model // num_heads`` unless set). GPT-2 small in fp32:
+    ``12 * 12 * (64 + 64) * 4 = 73,728``; with 3 key/value heads (grouped-query) a quarter of that; with 1
+    (multi-query) a twelfth.
     """
     layers = getattr(config, "decoder_layers", config.num_layers)
     kv_heads = config.n_kv_heads if config.n_kv_heads is not None else config.num_heads
-    d_k = config.d_model // config.num_heads
-    return 2 * layers * kv_heads * d_k * torch.empty((), dtype=dtype).element_size()
+    widths = sum(w if w is not None else config.d_model // config.num_heads for w in (config.d_k, config.d_v))
+    return layers * kv_heads * widths * torch.empty((), dtype=dtype).element_size()
 
 
 class MultiHeadAttention(nn.Module):

@@ -60,7 +60,7 @@ class LMConfig:
     0: none) and ``tie_embeddings`` (True: the output projection is the token embedding's matrix, as in the
     paper, GPT-2 and BERT; False: a matrix of its own). ``norm``, ``rope_theta`` (with ``positional="rope"``),
     ``n_kv_heads`` and ``bias`` make it Llama (the option table at the top of ``model.py``); :meth:`llama_like`
-    shows them together.
+    shows them together. ``d_k`` and ``d_v`` set the per-head widths (``None``: ``d_model // num_heads``).
     """
 
     vocab_size: int
@@ -85,6 +85,8 @@ class LMConfig:
     rope_theta: float = option(10000.0)
     n_kv_heads: int | None = option(None)
     bias: bool = option(True)
+    d_k: int | None = option(None)
+    d_v: int | None = option(None)
 
     __repr__ = config_repr
 
