@@ -12,7 +12,6 @@ Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, l
 """
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -25,7 +24,7 @@ from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
 from .model import block_options, check_config, config_repr, init_projections, make_positions, option
-from .train import Trainer
+from .train import IGNORE_INDEX, Trainer, perplexity
 
 __all__ = [
     "LMConfig",
@@ -42,7 +41,8 @@ __all__ = [
     "IGNORE_INDEX",
 ]
 
-IGNORE_INDEX = -100  # target value of positions the loss skips (F.cross_entropy's default ignore_index)
+# IGNORE_INDEX (-100, F.cross_entropy's default ignore_index) marks the targets a loss skips; perplexity is
+# train.perplexity, which scores these models' (inputs, targets) batches as well as the encoder-decoder's.
 
 
 @dataclass(frozen=True)
@@ -460,21 +460,6 @@ class LanguageModelTrainer(Trainer):
     def _forward(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         inputs, targets = (t.to(self.device) for t in batch)
         return self.model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
-
-
-@torch.no_grad()
-def perplexity(model: nn.Module, batches) -> float:
-    """``exp`` of the mean per-token loss over ``batches`` of ``(inputs, targets)``, every counted token weighted
-    equally: the number of equally likely characters the model is, on average, choosing between."""
-    model.eval()
-    total, count = 0.0, 0
-    for inputs, targets in batches:
-        n = int((targets != IGNORE_INDEX).sum())
-        total += language_model_loss(model(inputs), targets).item() * n
-        count += n
-    if count == 0:
-        raise ValueError("perplexity needs at least one counted target token")
-    return math.exp(total / count)
 
 
 @torch.no_grad()

@@ -1,14 +1,16 @@
 """Training: the label-smoothed loss, the paper's warmup schedule, and a small trainer with checkpoints."""
 
 import dataclasses
+import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -30,10 +32,15 @@ __all__ = [
     "TrainingRecipe",
     "CPU_RECIPE",
     "DivergenceWarning",
+    "make_trainer",
     "train_task",
+    "perplexity",
+    "IGNORE_INDEX",
     "read_checkpoint",
     "load_model_weights",
 ]
+
+IGNORE_INDEX = -100  # target value of positions a loss skips (F.cross_entropy's default ignore_index)
 
 
 def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: int = 0) -> torch.Tensor:
@@ -413,9 +420,69 @@ def train_task(
         )
     if config.pad_id != pad_id:
         raise ValueError(f"config.pad_id={config.pad_id} but the task's vocabulary pads with {pad_id}")
-    seed_everything(seed)
-    model = Transformer(config)
-    optimizer, scheduler = adam_with_warmup(model, recipe.lr, recipe.warmup, recipe.steps)
-    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(recipe.eps_ls, pad_id), device=device)
+    trainer = make_trainer(config, recipe, seed, device)
     trainer.fit(lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress)
     return trainer
+
+
+def make_trainer(
+    config: TransformerConfig,
+    recipe: TrainingRecipe = CPU_RECIPE,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    optimizer: Callable[[nn.Module], tuple] | None = None,
+) -> Trainer:
+    """The one path from a config to a ready trainer: seed, a fresh :class:`Transformer`, Adam, the smoothed loss.
+
+    Args:
+        config: the model; its ``label_smoothing`` is the loss's ``eps`` and must equal ``recipe.eps_ls``.
+        recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay` (the batch size is the
+            caller's, who draws the batches).
+        seed: seeds every generator before the weights are drawn: one seed, one initial model.
+        optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g. :func:`paper_optimizer`.
+    Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`, ``experiments.run_one``
+    and ``results/label_smoothing.py`` all start here.
+    """
+    if config.label_smoothing != recipe.eps_ls:
+        raise ValueError(
+            f"config.label_smoothing={config.label_smoothing} but recipe.eps_ls={recipe.eps_ls}. "
+            f"Make them equal (for example recipe.replace(eps_ls={config.label_smoothing}))."
+        )
+    seed_everything(seed)
+    model = Transformer(config)
+    if optimizer is None:
+        optim, scheduler = adam_with_warmup(model, recipe.lr, recipe.warmup, recipe.steps)
+    else:
+        optim, scheduler = optimizer(model)
+    loss = LabelSmoothingLoss(config.label_smoothing, config.pad_id)
+    return Trainer(model, optim, scheduler, loss, device=device)
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, batches: Iterable) -> float:
+    """``exp`` of the mean cross-entropy per counted target token over ``batches`` (no label smoothing).
+
+    Args:
+        model: a :class:`Transformer` or a language model of :mod:`transformer_lib.lm`; put in eval mode.
+        batches: :class:`~transformer_lib.data.Batch` es (teacher forcing; ``<pad>`` targets not counted) or
+            ``(inputs (B, T), targets (B, T))`` pairs (targets equal to :data:`IGNORE_INDEX` not counted).
+    Returns the perplexity: every counted token weighs the same, so it is the number of equally likely tokens
+    the model is, on average, choosing between. The paper's Table 3 reports it per wordpiece.
+    """
+    model.eval()
+    device = next(model.parameters(), torch.empty(0)).device
+    total, count = 0.0, 0
+    for batch in batches:
+        if isinstance(batch, Batch):
+            batch = batch.to(device)
+            logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+            targets = batch.tgt_out.masked_fill(batch.tgt_out == batch.pad_id, IGNORE_INDEX)  # (B, T)
+        else:
+            inputs, targets = (t.to(device) for t in batch)
+            logits = model(inputs)  # (B, T, V)
+        total += F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX,
+                                 reduction="sum").item()
+        count += int((targets != IGNORE_INDEX).sum())
+    if count == 0:
+        raise ValueError("perplexity needs at least one counted target token. Pass batches with real targets.")
+    return math.exp(total / count)
