@@ -21,6 +21,7 @@ __all__ = [
     "check_choice",
     "check_token_id",
     "check_token_ids",
+    "check_token_batch",
     "check_floating",
     "check_qkv",
     "check_attention_inputs",
@@ -85,14 +86,17 @@ def check_choice(name: str, value: object, choices: tuple) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
 
 
-def check_token_id(name: str, value: object, vocab_size: int, hint: str = "") -> None:
-    """TypeError (not an int) or ValueError (outside ``[0, vocab_size)``) for one token id such as ``pad_id``;
-    ``hint`` (e.g. "(or None for ...)") is appended to either message."""
+def check_token_id(name: str, value: object, vocab_size: int, sizes: str = "", hint: str = "") -> None:
+    """TypeError (not an int) or ValueError (outside ``[0, vocab_size)``) for one token id such as ``pad_id``.
+
+    ``sizes`` (e.g. "src_vocab_size=12, tgt_vocab_size=6") says where ``vocab_size`` comes from; ``hint``
+    (e.g. "(or None for ...)") is appended to either message."""
     hint = f" {hint}" if hint else ""
     if not is_int(value):
         raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}{hint}")
     if not 0 <= value < vocab_size:
-        raise ValueError(f"{name} must lie in [0, {vocab_size}), got {name}={value}{hint}")
+        where = f" ({sizes})" if sizes else ""
+        raise ValueError(f"{name} must lie in [0, {vocab_size}){where}, got {name}={value}{hint}")
 
 
 def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
@@ -108,6 +112,19 @@ def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
         low, high = torch.stack(torch.aminmax(tokens)).tolist()
         if low < 0 or high >= vocab_size:
             raise ValueError(f"{name} must lie in [0, {vocab_size}), got min={low}, max={high}")
+
+
+def check_token_batch(**tensors: object) -> None:
+    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is ``(B, T)``.
+
+    The one rule for batches of token ids (model inputs, the tokens of a padding mask); metadata only."""
+    for name, tokens in tensors.items():
+        if not isinstance(tokens, torch.Tensor):
+            raise TypeError(f"{name} must be a (B, T) tensor of token ids, got {type(tokens).__name__}")
+        if tokens.dim() != 2:
+            raise ValueError(f"{name} must be (B, T) token ids, got shape {tuple(tokens.shape)}")
+        if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.is_complex():
+            raise TypeError(f"{name} must be integer ids, got dtype {tokens.dtype}")
 
 
 def check_floating(**tensors: object) -> None:

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import check_non_negative_ints, check_token_ids
+from ._arguments import check_non_negative_ints, check_token_batch, check_token_ids
 from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
@@ -204,9 +204,7 @@ class _EncoderStackLM(nn.Module):
             nn.init.xavier_uniform_(self.output.weight)
 
     def _check_tokens(self, tokens: torch.Tensor, start: int = 0) -> None:
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
-            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-            raise ValueError(f"tokens must be a (B, T) tensor of ids, got {shape}")
+        check_token_batch(tokens=tokens)
         if start + tokens.size(1) > self.config.max_len:
             raise ValueError(
                 f"positions {start}..{start + tokens.size(1) - 1} exceed max_len={self.config.max_len}; "

@@ -16,19 +16,14 @@ are ``(B, T_q, T_k)`` and the mask is 3-D, e.g. ``padding_mask(tokens, pad_id)[:
 
 import torch
 
-from ._arguments import check_mask, check_non_negative_ints, check_positive_ints
+from ._arguments import check_mask, check_non_negative_ints, check_positive_ints, check_token_batch
 
 __all__ = ["padding_mask", "causal_mask", "check_mask"]
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """``(B, T)`` token ids -> ``(B, 1, 1, T)`` bool mask, True where the token is not padding."""
-    if not isinstance(tokens, torch.Tensor):
-        raise TypeError(f"tokens must be a (B, T) tensor of token ids, got {type(tokens).__name__}")
-    if tokens.dim() != 2:
-        raise ValueError(f"tokens must be (B, T) token ids, got shape {tuple(tokens.shape)}")
-    if tokens.is_floating_point() or tokens.dtype == torch.bool:
-        raise TypeError(f"tokens must be integer ids, got dtype {tokens.dtype}")
+    check_token_batch(tokens=tokens)
     check_non_negative_ints(pad_id=pad_id)
     return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, T)
 

@@ -12,6 +12,7 @@ from ._arguments import (
     check_positive_ints,
     check_positive_real,
     check_probability,
+    check_token_batch,
     check_token_id,
     is_int,
 )
@@ -105,8 +106,9 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
     if c.pad_id is not None:
+        sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
         hint = "(or None for a language model without a padding token)"
-        check_token_id("pad_id", c.pad_id, min(vocab_sizes.values()), hint=hint)
+        check_token_id("pad_id", c.pad_id, min(vocab_sizes.values()), sizes, hint)
     check_choice("positional", c.positional, POSITIONAL_KINDS)
     check_choice("sinusoid_layout", c.sinusoid_layout, SINUSOID_LAYOUTS)
     check_choice("activation", c.activation, FFN_ACTIVATIONS)
@@ -377,10 +379,7 @@ class Transformer(nn.Module):
 
         Source and target must have the same batch size ``B``: row ``b`` of ``tgt`` is the translation of row
         ``b`` of ``src`` (a source of batch 1 would otherwise broadcast silently over every target row)."""
-        for name, tokens in (("src", src), ("tgt", tgt)):
-            if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
-                got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-                raise ValueError(f"{name} must be (B, T) token ids, got {got}")
+        check_token_batch(src=src, tgt=tgt)
         if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"src and tgt must have the same batch size B, got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}"
