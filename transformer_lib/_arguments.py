@@ -187,7 +187,7 @@ def check_attention_inputs(
     *,
     d_model: int,
     num_heads: int,
-    key_length: int,
+    cached: int,
     weight_dtype: torch.dtype,
 ) -> None:
     """Check the arguments of ``MultiHeadAttention.forward``; metadata only, so it is free.
@@ -195,8 +195,8 @@ def check_attention_inputs(
     Args:
         query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; floating point, one dtype,
             that of the weights (``weight_dtype``) unless autocast is on; one batch size.
-        mask: optional; checked by :func:`check_mask` against the scores ``(B, num_heads, T_q, key_length)``,
-            where ``key_length`` counts cached keys too.
+        mask: optional; checked by :func:`check_mask` against the scores ``(B, num_heads, T_q, T_k)``, where
+            ``T_k = cached + T_k_new`` counts the keys a self-attention cache holds from earlier steps.
     """
     check_floating(query=query, key=key, value=value)
     for name, x in (("query", query), ("key", key), ("value", value)):
@@ -218,7 +218,7 @@ def check_attention_inputs(
     if query.size(1) == 0 or key.size(1) == 0:
         raise ValueError(f"empty sequence: T_q={query.size(1)}, T_k={key.size(1)}; attention needs T >= 1")
     if mask is not None:
-        check_mask(mask, (query.size(0), num_heads, query.size(1), key_length), device=query.device)
+        check_mask(mask, (query.size(0), num_heads, query.size(1), cached + key.size(1)), device=query.device)
 
 
 def _mask_advice(rank: int) -> dict[str, str]:

@@ -285,15 +285,14 @@ class MultiHeadAttention(nn.Module):
         Inputs must be floating point, of one dtype, that of the weights (or any, under ``torch.autocast``),
         with one batch size; see the module docstring for masks and NaN.
         """
-        past = 0 if cache is None or cache.k is None else cache.k.size(2)  # positions already in the cache
-        key_length = past if cache is not None and cache.static and past else past + key.size(1)  # T_k
+        # Keys held only in a self-attention cache: the new tokens come after them (and so do their positions).
+        start = 0 if cache is None or cache.static or cache.k is None else cache.k.size(2)
         check_attention_inputs(
-            query, key, value, mask, d_model=self.d_model, num_heads=self.num_heads, key_length=key_length,
+            query, key, value, mask, d_model=self.d_model, num_heads=self.num_heads, cached=start,
             weight_dtype=self.w_q.weight.dtype,
         )
         if mask is not None:  # tokens hidden from every head are zeroed before the projections
-            query, key, value = _zero_hidden(query, key, value, mask.any(dim=1), keys=key.size(1) == key_length)
-        start = 0 if cache is None or cache.static else past  # the rotary position of the first new token
+            query, key, value = _zero_hidden(query, key, value, mask.any(dim=1), keys=start == 0)
         q = split_heads(self.w_q(query), self.num_heads)  # (B, h, T_q, d_k)
         if self.rope_theta is not None:
             q = apply_rope(q, torch.arange(start, start + q.size(2), device=q.device), self.rope_theta)
