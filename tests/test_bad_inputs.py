@@ -185,9 +185,9 @@ CASES = {
         lambda: tl.padding_mask(ids[0], 0),
     ),
     "padding_mask string pad_id": (TypeError, "pad_id must be an int, got '0'", lambda: tl.padding_mask(ids, "0")),
-    "causal_mask size 0": (ValueError, "T_q=0, T_k=0", lambda: tl.causal_mask(0)),
+    "causal_mask size 0": (ValueError, "size_q must be >= 1, got size_q=0", lambda: tl.causal_mask(0)),
     "causal_mask T_k < T_q": (ValueError, "T_q=3, T_k=2", lambda: tl.causal_mask(3, 2)),
-    "causal_mask float size": (TypeError, "size_q=2.5", lambda: tl.causal_mask(2.5)),
+    "causal_mask float size": (TypeError, "size_q must be an int, got 2.5", lambda: tl.causal_mask(2.5)),
     # layers
     "LayerNorm wrong width": (
         ValueError,
@@ -242,11 +242,15 @@ CASES = {
         "num_heads must be >= 1, got num_heads=0",
         lambda: tl.TransformerConfig(10, 10, num_heads=0),
     ),
-    "config pad_id=-1": (ValueError, r"pad_id=-1 .* 0 <= pad_id < 10", lambda: tl.TransformerConfig(10, 10, pad_id=-1)),
+    "config pad_id=-1": (
+        ValueError,
+        r"pad_id must lie in \[0, 10\) \(src_vocab_size=10, tgt_vocab_size=10\), got pad_id=-1",
+        lambda: tl.TransformerConfig(10, 10, pad_id=-1),
+    ),
     "config pad_id=vocab_size": (ValueError, "pad_id=10 ", lambda: tl.TransformerConfig(10, 10, pad_id=10)),
     "config pad_id beyond the smaller vocabulary": (
         ValueError,
-        r"pad_id=8 .* < 6 \(src_vocab_size=12, tgt_vocab_size=6\)",
+        r"pad_id must lie in \[0, 6\) \(src_vocab_size=12, tgt_vocab_size=6\), got pad_id=8",
         lambda: tl.TransformerConfig(12, 6, pad_id=8, share_embeddings=False),
     ),
     "config float pad_id": (
@@ -299,7 +303,7 @@ CASES = {
     ),
     "Transformer 1-D source": (
         ValueError,
-        r"src must be \(B, T\) token ids, got \(5,\)",
+        r"src must be \(B, T\) token ids, got shape \(5,\)",
         lambda: tiny_model()(ids[0], ids),
     ),
     "Transformer float target": (TypeError, "got dtype torch.float32", lambda: tiny_model()(ids, ids.float())),
@@ -334,7 +338,7 @@ CASES = {
         lambda: tl.ResidualSublayer(D)(x_bt, lambda y: y[..., :1]),
     ),
     # runtime
-    "seed True": (ValueError, "got True", lambda: tl.seed_everything(True)),
+    "seed True": (TypeError, "seed must be an int, got True", lambda: tl.seed_everything(True)),
     "device that is not a name": (ValueError, "'gpu' is not a device name", lambda: tl.pick_device("gpu")),
     "device given as a number": (TypeError, "got int", lambda: tl.pick_device(3)),
     # tracing and counting

@@ -78,7 +78,7 @@ def test_every_date_character_is_in_the_vocabulary():
 
 @pytest.mark.parametrize(
     ("bad", "message"),
-    [(0, "num_test must be a whole number >= 1, got 0"), (10**6, "must be below the 36525 days of 1950-2049")],
+    [(0, "num_test must be >= 1, got num_test=0"), (10**6, "must be below the 36525 days of 1950-2049")],
 )
 def test_date_task_rejects_impossible_split(bad, message):
     with pytest.raises(ValueError, match=message):

@@ -11,7 +11,7 @@ import torch
 
 from transformer_lib import experiments as ex
 from transformer_lib.data import StringProgramTask
-from transformer_lib.model import TransformerConfig, count_parameters
+from transformer_lib.model import Transformer, TransformerConfig, count_parameters
 
 MICRO = ex.Grid(
     "micro",
@@ -119,9 +119,9 @@ def test_grids_cover_every_group_with_three_seeds():
     assert len(ex.GRIDS["cuda"].rows) > len(ex.GRIDS["cpu"].rows)
 
 
-def test_build_model_with_a_smaller_d_k_shrinks_queries_and_keys_only():
+def test_a_config_with_a_smaller_d_k_shrinks_queries_and_keys_only():
     config = TransformerConfig(20, 20, d_model=32, num_heads=4, d_ff=64, num_layers=1, dropout=0.0)
-    base, small = ex.build_model(config), ex.build_model(config, d_k=2)
+    base, small = Transformer(config), Transformer(config.replace(d_k=2))
     attn = small.decoder.layers[0].cross_attn
     assert (attn.d_k, attn.d_v) == (2, 8)
     assert attn.w_q.weight.shape == (8, 32) and attn.w_v.weight.shape == (32, 32)
@@ -129,18 +129,16 @@ def test_build_model_with_a_smaller_d_k_shrinks_queries_and_keys_only():
     assert count_parameters(base)["total"] - count_parameters(small)["total"] == 3 * 2 * (32 * 24 + 24)
     src, tgt = torch.randint(4, 20, (2, 5)), torch.randint(4, 20, (2, 3))
     assert small(src, tgt).shape == (2, 3, 20)
-    with pytest.raises(ValueError, match="d_k"):
-        ex.build_model(config, d_k=0)
+    with pytest.raises(ValueError, match="d_k must be >= 1, got d_k=0"):
+        config.replace(d_k=0)
 
 
-def test_learned_positions_row_runs_or_is_reported(tmp_path):
-    grid = dataclasses.replace(MICRO, rows=(ex.Row("E learned positions", "E", {"positional": "learned"}),))
-    logged = []
-    results = ex.run_grid(grid, tmp_path / "table3.csv", progress=False, log=logged.append)
-    if "positional" in {f.name for f in dataclasses.fields(TransformerConfig)}:
-        assert [r["positional"] for r in results] == ["learned"]
-    else:  # the library has no learned positions yet: the row is named and skipped, nothing is written
-        assert results == [] and "learned" in logged[0] and not (tmp_path / "table3.csv").exists()
+def test_rows_b_and_e_are_config_fields_and_run(tmp_path):
+    rows = (ex.Row("B d_k=2", "B", {"d_k": 2}), ex.Row("E learned positions", "E", {"positional": "learned"}))
+    grid = dataclasses.replace(MICRO, rows=rows)
+    results = ex.run_grid(grid, tmp_path / "table3.csv", progress=False, log=lambda _: None)
+    assert [(r["d_k"], r["positional"]) for r in results] == [(2, "sinusoidal"), (8, "learned")]
+    assert [r["config"] for r in ex.read_results(tmp_path / "table3.csv")] == ["B d_k=2", "E learned positions"]
 
 
 def test_paper_table3_transcription():
@@ -252,8 +250,8 @@ def test_every_row_of_both_grids_is_a_valid_model_config():
     task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
     for grid in ex.GRIDS.values():
         for row in grid.rows:
-            config, d_k = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
-            assert config.d_model % config.num_heads == 0 and (d_k is None or d_k >= 1), row.name
+            config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
+            assert config.d_model % config.num_heads == 0 and (config.d_k is None or config.d_k >= 1), row.name
 
 
 def test_paper_counterpart_makes_the_same_change():

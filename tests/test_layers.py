@@ -43,7 +43,7 @@ def test_token_embedding_scales_by_sqrt_d_model():
 
 
 def test_token_embedding_names_the_valid_id_range():
-    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 10\), got min=0, max=12"):
+    with pytest.raises(ValueError, match=r"tokens must lie in \[0, 10\), got min=0, max=12"):
         tl.TokenEmbedding(10, 16)(torch.tensor([[0, 12]]))
 
 

@@ -211,7 +211,7 @@ def test_token_types_add_one_learned_vector_per_segment():
     zeros, segments = torch.zeros_like(tokens), (torch.arange(8) >= 4).long().expand(2, 8)
     torch.testing.assert_close(model(tokens), model(tokens, token_types=zeros))  # BERT's default: segment 0
     assert not torch.allclose(model(tokens), model(tokens, token_types=segments))
-    with pytest.raises(ValueError, match=r"token_types must lie in \[0, 2\) \(type_vocab_size\), got min=0, max=2"):
+    with pytest.raises(ValueError, match=r"token_types must lie in \[0, 2\), got min=0, max=2"):
         model(tokens, token_types=zeros + 2 * (segments == 1))
     with pytest.raises(ValueError, match="no token-type embeddings"):
         tl.MaskedLM(tiny_config())(tokens, token_types=zeros)
@@ -248,10 +248,10 @@ def test_lm_options_reach_their_layers_and_print_only_when_set():
     "options, error, message",
     [
         ({"activation": "tanh"}, ValueError, "activation must be one of"),
-        ({"type_vocab_size": -1}, ValueError, "type_vocab_size must be an int >= 0"),
+        ({"type_vocab_size": -1}, ValueError, "type_vocab_size must be >= 0, got type_vocab_size=-1"),
         ({"tie_embeddings": "no"}, TypeError, "tie_embeddings must be True or False"),
         ({"pad_id": 1.5}, TypeError, r"pad_id must be an int, got 1.5 of type float \(or None for a language"),
-        ({"layer_norm_eps": -1e-5}, ValueError, "layer_norm_eps must be > 0"),
+        ({"layer_norm_eps": -1e-5}, ValueError, "layer_norm_eps must be finite and > 0"),
     ],
 )
 def test_bad_lm_option_values_are_named_with_what_was_expected(options, error, message):

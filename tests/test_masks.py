@@ -45,9 +45,11 @@ def test_check_mask_refuses_non_bool_masks():
         tl.masks.check_mask(torch.ones(1, 1, 5, 5), (2, 8, 5, 5))
 
 
-@pytest.mark.parametrize("bad", [(0, 3), (3, 2)])
-def test_causal_mask_rejects_impossible_sizes(bad):
-    with pytest.raises(ValueError, match="1 <= T_q <= T_k"):
+@pytest.mark.parametrize(
+    "bad, message", [((0, 3), "size_q must be >= 1, got size_q=0"), ((3, 2), "1 <= T_q <= T_k, got T_q=3, T_k=2")]
+)
+def test_causal_mask_rejects_impossible_sizes(bad, message):
+    with pytest.raises(ValueError, match=message):
         tl.causal_mask(*bad)
 
 

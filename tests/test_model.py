@@ -209,7 +209,7 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
     [
         ({"activation": "swish"}, ValueError, r"must be one of \('relu', 'gelu', 'gelu_tanh', 'silu', 'swiglu'\)"),
         ({"sinusoid_layout": "split"}, ValueError, "sinusoid_layout must be one of"),
-        ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be > 0, got layer_norm_eps=0.0"),
+        ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be finite and > 0, got layer_norm_eps=0.0"),
         ({"layer_norm_eps": "1e-5"}, TypeError, "layer_norm_eps must be a float > 0"),
         ({"scale_embeddings": 1}, TypeError, "scale_embeddings must be True or False, got 1"),
         ({"embedding_norm": "yes"}, TypeError, "embedding_norm must be True or False"),
@@ -221,7 +221,7 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
         ({"bias": 0}, TypeError, "bias must be True or False, got 0"),
         ({"n_kv_heads": 3}, ValueError, "num_heads=4 is not divisible by n_kv_heads=3"),
         ({"n_kv_heads": 0}, ValueError, "n_kv_heads must be >= 1"),
-        ({"positional": "rope", "rope_theta": 0.0}, ValueError, "rope_theta must be > 0, got rope_theta=0.0"),
+        ({"positional": "rope", "rope_theta": 0.0}, ValueError, "rope_theta must be finite and > 0"),
         ({"rope_theta": 500.0}, ValueError, "rope_theta=500.0 is read only with positional='rope'"),
         ({"positional": "rope", "d_model": 12, "num_heads": 4}, ValueError, "d_k = d_model // num_heads must be even"),
     ],

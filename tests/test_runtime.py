@@ -18,7 +18,7 @@ def test_seed_everything_makes_every_generator_repeat():
 
 
 def test_seed_everything_rejects_bad_seeds():
-    with pytest.raises(ValueError, match="non-negative int"):
+    with pytest.raises(ValueError, match="seed must be >= 0"):
         tl.seed_everything(-1)
 
 

@@ -2,7 +2,7 @@
 
 Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``. The top level holds
 the names that the notebooks, the solutions and the README use; everything else stays in its module, e.g.
-``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.shapes.ShapeTrace``.
+``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.inspection.ShapeTrace``.
 """
 
 from . import interop, lm
@@ -15,14 +15,15 @@ from .attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from .capture import capture_attention
 from .data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
-from .decoder import DecoderLayer
+from .decoder import Decoder, DecoderLayer
 from .encoder import Encoder, EncoderLayer
+from .inspection import capture_attention, trace_shapes
 from .interop import copy_from_torch, from_huggingface
 from .layers import (
     LayerNorm,
+    LearnedPositionalEncoding,
     PositionalEncoding,
     PositionwiseFeedForward,
     ResidualSublayer,
@@ -35,7 +36,6 @@ from .lm import DecoderOnlyLM, LMConfig, MaskedLM
 from .masks import causal_mask, padding_mask
 from .model import Transformer, TransformerConfig, count_parameters
 from .runtime import pick_device, seed_everything
-from .shapes import trace_shapes
 from .subwords import SubwordVocab, learn_bpe, segment
 from .train import (
     CPU_RECIPE,
@@ -58,7 +58,8 @@ __version__ = "0.1.0"
 # Pictures and widgets load matplotlib and ipywidgets, and the exercises' checks their whole machinery, which
 # model code never needs: import them on first use, so `tl.viz.plot_attention(...)`,
 # `tl.widgets.AttentionExplorer(...)` and `tl.checks.check_attention(...)` work without an explicit import.
-_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments", "checks"}
+# `shapes` and `capture` are the old homes of `inspection`, kept so that `tl.shapes.X` and `tl.capture.X` work.
+_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments", "checks", "shapes", "capture"}
 
 
 def __getattr__(name: str):

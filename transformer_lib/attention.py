@@ -21,8 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import check_positive_ints
-from .masks import check_mask
+from ._arguments import check_attention_inputs, check_positive_ints, check_qkv
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -61,9 +60,8 @@ def scaled_dot_product_attention(
     range wherever the scaled scores do (``q k^T`` itself can pass fp16's 65504 when the scores do not).
     The softmax runs in at least fp32 for the same reason.
     """
-    scores_shape = _check_qkv(q, k, v)  # (..., T_q, T_k)
+    check_qkv(q, k, v, mask)
     if mask is not None:
-        check_mask(mask, scores_shape, device=q.device)
         q, k, v = _zero_hidden(q, k, v, mask)
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is not None:
@@ -78,57 +76,24 @@ def scaled_dot_product_attention(
 
 
 def _zero_hidden(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, keys: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Zero the queries that may attend to nothing and the keys and values that no query may attend to.
+    """The library's one NaN guard: zero the queries that may attend to nothing and (with ``keys``) the keys and
+    values that no query may attend to.
 
-    Their weights are 0 anyway, but ``0 * NaN = NaN``: without this, a NaN in a padded position would turn
-    every output (and gradient) of its sequence into NaN. Elementwise on the inputs: no extra matmul, no sync.
+    Args:
+        q, k, v: ``(..., T_q, d)``, ``(..., T_k, d)``, ``(..., T_k, d_v)``: per-head tensors, or the token
+            vectors ``(B, T, d_model)`` before the projections (then ``mask`` is reduced over the heads).
+        mask: bool, True = may attend, ``(..., T_q, T_k)`` with the tensors' rank.
+        keys: False when ``k``, ``v`` hold only the newest keys of a longer, cached sequence.
+    Their weights are 0 anyway, but ``0 * NaN = NaN``: without this, a NaN in a padded position would reach
+    every output and gradient of its sequence. Elementwise: no extra matmul, no sync.
     """
-    query_sees_something = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    q = torch.where(mask.any(dim=-1, keepdim=True), q, 0.0)  # (..., T_q, d)
+    if not keys:
+        return q, k, v
     key_is_seen = mask.any(dim=-2)[..., None]  # (..., T_k, 1)
-    return torch.where(query_sees_something, q, 0.0), torch.where(key_is_seen, k, 0.0), torch.where(key_is_seen, v, 0.0)
-
-
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
-    """Clear errors for the mistakes that otherwise surface as a matmul error deep in the stack (or as none);
-    returns the scores' shape ``(..., T_q, T_k)``. Shapes and dtypes only: nothing here reads the data."""
-    _check_floating(q=q, k=k, v=v)
-    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k, v must be at least (T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    if q.size(-1) != k.size(-1):
-        raise ValueError(
-            f"queries and keys must have the same width d_k: q is {tuple(q.shape)} (d_k={q.size(-1)}), "
-            f"k is {tuple(k.shape)} (d_k={k.size(-1)})"
-        )
-    if k.size(-2) != v.size(-2):
-        raise ValueError(f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v is {tuple(v.shape)}")
-    if q.size(-2) == 0 or k.size(-2) == 0:
-        raise ValueError(f"empty sequence: T_q={q.size(-2)}, T_k={k.size(-2)}; attention needs T >= 1")
-    try:
-        leading = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the leading (batch, head) dims of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} "
-            "do not match"
-        ) from None
-    return (*leading, q.size(-2), k.size(-2))
-
-
-def _check_floating(**tensors: torch.Tensor) -> None:
-    """TypeError unless every argument is a floating-point tensor, all of one dtype; names the culprits."""
-    for name, x in tensors.items():
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(
-                f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become vectors through "
-                "an embedding first, and a 0/1 tensor can be converted with `.float()`"
-            )
-    dtypes = [x.dtype for x in tensors.values()]
-    if len(set(dtypes)) > 1:
-        names = ", ".join(tensors)
-        raise TypeError(f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert with `.to(...)`")
+    return q, torch.where(key_is_seen, k, 0.0), torch.where(key_is_seen, v, 0.0)
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -216,17 +181,18 @@ class KVCache:
 
 
 def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:
-    """Bytes the decoding cache grows by per generated token: ``2 (k and v) * layers * h_kv * d_k * bytes(dtype)``.
+    """Bytes the decoding cache grows by per generated token: ``layers * h_kv * (d_k + d_v) * bytes(dtype)``.
 
     ``config`` is an ``LMConfig`` (its ``num_layers``) or a ``TransformerConfig`` (its decoder's layers; the
     cross-attention cache is per *source* token and is left out). ``h_kv`` is ``n_kv_heads`` (``num_heads``
-    when unset) and ``d_k = d_model // num_heads``. GPT-2 small in fp32: ``2 * 12 * 12 * 64 * 4 = 73,728``;
-    with 3 key/value heads (grouped-query) a quarter of that; with 1 (multi-query) a twelfth.
+    when unset); ``d_k`` and ``d_v`` are the config's (``d_model // num_heads`` unless set). GPT-2 small in fp32:
+    ``12 * 12 * (64 + 64) * 4 = 73,728``; with 3 key/value heads (grouped-query) a quarter of that; with 1
+    (multi-query) a twelfth.
     """
     layers = getattr(config, "decoder_layers", config.num_layers)
     kv_heads = config.n_kv_heads if config.n_kv_heads is not None else config.num_heads
-    d_k = config.d_model // config.num_heads
-    return 2 * layers * kv_heads * d_k * torch.empty((), dtype=dtype).element_size()
+    widths = sum(w if w is not None else config.d_model // config.num_heads for w in (config.d_k, config.d_v))
+    return layers * kv_heads * widths * torch.empty((), dtype=dtype).element_size()
 
 
 class MultiHeadAttention(nn.Module):
@@ -319,105 +285,58 @@ class MultiHeadAttention(nn.Module):
         Inputs must be floating point, of one dtype, that of the weights (or any, under ``torch.autocast``),
         with one batch size; see the module docstring for masks and NaN.
         """
-        self._check_inputs(query, key, value)
-        if mask is not None:
-            key_length = _key_length(key, cache)
-            check_mask(mask, (query.size(0), self.num_heads, query.size(1), key_length), device=query.device)
-            query, key, value = self._zero_hidden_tokens(query, key, value, mask, key_length)
+        # Keys held only in a self-attention cache: the new tokens come after them (and so do their positions).
+        start = 0 if cache is None or cache.static or cache.k is None else cache.k.size(2)
+        check_attention_inputs(
+            query, key, value, mask, d_model=self.d_model, num_heads=self.num_heads, cached=start,
+            weight_dtype=self.w_q.weight.dtype,
+        )
+        if mask is not None:  # tokens hidden from every head are zeroed before the projections
+            query, key, value = _zero_hidden(query, key, value, mask.any(dim=1), keys=start == 0)
         q = split_heads(self.w_q(query), self.num_heads)  # (B, h, T_q, d_k)
         if self.rope_theta is not None:
-            q = apply_rope(q, self._new_positions(q.size(2), cache, q.device), self.rope_theta)  # (B, h, T_q, d_k)
-        k, v = self._keys_and_values(key, value, cache)  # (B, h_kv, T_k, d_k), (B, h_kv, T_k, d_v)
-        if self.num_kv_heads != self.num_heads:  # each key/value head serves h / h_kv query heads
-            group = self.num_heads // self.num_kv_heads
+            q = apply_rope(q, torch.arange(start, start + q.size(2), device=q.device), self.rope_theta)
+        k, v = self._keys_and_values(key, value, cache, start)  # (B, h, T_k, d_k), (B, h, T_k, d_v)
+        out, weights = self._attend(q, k, v, mask, need_weights)  # (B, h, T_q, d_v), (B, h, T_q, T_k) or None
+        return self.w_o(combine_heads(out)), weights  # (B, T_q, d_model)
+
+    def _keys_and_values(
+        self, key: torch.Tensor, value: torch.Tensor, cache: KVCache | None, start: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Project keys and values into their ``h_kv`` heads (rotated from position ``start``, with rotary
+        positions), reuse or extend ``cache``, which stores them before any repetition, then repeat each
+        key/value head for its ``h / h_kv`` query heads. Returns ``(B, h, T_k, d_k)``, ``(B, h, T_k, d_v)``."""
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # (B, h_kv, T_k, d_k), (B, h_kv, T_k, d_v)
+        else:
+            k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, h_kv, T_new, d_k)
+            v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, h_kv, T_new, d_v)
+            if self.rope_theta is not None:
+                k = apply_rope(k, torch.arange(start, start + k.size(2), device=k.device), self.rope_theta)
+            if cache is not None:
+                if cache.k is not None:
+                    k = torch.cat([cache.k, k], dim=2)  # (B, h_kv, T_past + T_new, d_k)
+                    v = torch.cat([cache.v, v], dim=2)  # (B, h_kv, T_past + T_new, d_v)
+                cache.k, cache.v = k, v
+        group = self.num_heads // self.num_kv_heads
+        if group > 1:  # each key/value head serves h / h_kv query heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, T_k, d_k)
-        explicit = need_weights or self.recorded_weights is not None
-        if explicit:
+        return k, v
+
+    def _attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, need_weights: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(out (B, h, T_q, d_v), weights (B, h, T_q, T_k) or None)``: the explicit path when the weights are
+        asked for or recorded (:func:`~transformer_lib.capture_attention`), else PyTorch's fused kernel, the same
+        function without materialising the weights. The inputs are checked and the hidden tokens zeroed."""
+        if need_weights or self.recorded_weights is not None:
             out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, T_q, d_v)
             if self.recorded_weights is not None:
                 self.recorded_weights.append(weights.detach())
-        else:
-            out, weights = self._fused_attention(q, k, v, mask), None  # (B, h, T_q, d_v)
-        out = self.w_o(combine_heads(out))  # (B, T_q, d_model)
-        return out, (weights if need_weights else None)
-
-    def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
-        """Shapes, dtypes and batch sizes, each error naming what was expected; metadata only, so it is free."""
-        _check_floating(query=query, key=key, value=value)
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if x.dim() != 3 or x.size(-1) != self.d_model:
-                raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(x.shape)}")
-        weight_dtype = self.w_q.weight.dtype
-        if query.dtype != weight_dtype and not torch.is_autocast_enabled(query.device.type):
-            raise TypeError(
-                f"the inputs have dtype {query.dtype} but the module's weights have {weight_dtype}: convert the "
-                f"module (`.to({query.dtype})`) or the inputs (`.to({weight_dtype})`), or run under torch.autocast"
-            )
-        if not query.size(0) == key.size(0) == value.size(0):
-            raise ValueError(
-                f"query, key and value must have one batch size B, got query {tuple(query.shape)}, key "
-                f"{tuple(key.shape)}, value {tuple(value.shape)} (in cross-attention: the target batch and the "
-                "encoder memory's batch must match)"
-            )
-        if key.size(1) != value.size(1):
-            raise ValueError(f"key and value must have one length T_k, got {tuple(key.shape)}, {tuple(value.shape)}")
-        if query.size(1) == 0 or key.size(1) == 0:
-            raise ValueError(f"empty sequence: T_q={query.size(1)}, T_k={key.size(1)}; attention needs T >= 1")
-
-    @staticmethod
-    def _zero_hidden_tokens(
-        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor, key_length: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Zero the input tokens that the mask hides from every head: query rows that may attend to nothing,
-        key/value rows that no query may see. Done before the projections, so that a NaN there reaches neither
-        the output nor any gradient (``0 * NaN`` would, through the weights' gradient ``x^T dy``)."""
-        query = torch.where(mask.any(dim=-1).any(dim=1)[..., None], query, 0.0)  # (B, T_q, d_model)
-        if key.size(1) != key_length:  # the mask also covers cached keys: only the new ones are here
-            return query, key, value
-        key_is_seen = mask.any(dim=-2).any(dim=1)[..., None]  # (B or 1, T_k, 1)
-        hidden_key = torch.where(key_is_seen, key, 0.0)  # (B, T_k, d_model)
-        return query, hidden_key, hidden_key if value is key else torch.where(key_is_seen, value, 0.0)
-
-    def _keys_and_values(
-        self, key: torch.Tensor, value: torch.Tensor, cache: KVCache | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Project keys and values into their ``h_kv`` heads (rotated, with rotary positions), reusing or extending
-        ``cache`` when decoding step by step: the cache stores them as returned, before any repetition."""
-        if cache is not None and cache.static and cache.k is not None:
-            return cache.k, cache.v
-        k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, h_kv, T_new, d_k)
-        v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, h_kv, T_new, d_v)
-        if self.rope_theta is not None:
-            k = apply_rope(k, self._new_positions(k.size(2), cache, k.device), self.rope_theta)  # (B, h_kv, T_new, d_k)
-        if cache is not None:
-            if cache.k is not None:
-                k = torch.cat([cache.k, k], dim=2)  # (B, h_kv, T_past + T_new, d_k)
-                v = torch.cat([cache.v, v], dim=2)
-            cache.k, cache.v = k, v
-        return k, v
-
-    @staticmethod
-    def _new_positions(length: int, cache: KVCache | None, device: torch.device) -> torch.Tensor:
-        """``(length,)``: the positions of the new tokens, counted after the tokens a self-attention cache holds."""
-        start = cache.k.size(2) if cache is not None and not cache.static and cache.k is not None else 0
-        return torch.arange(start, start + length, device=device)
-
-    def _fused_attention(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        """PyTorch's fused kernel; the same function as the explicit path, without materialising weights.
-
-        ``forward`` has checked the shapes and the mask and zeroed the hidden tokens already."""
+            return out, (weights if need_weights else None)
         p = self.dropout.p if self.training else 0.0
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_v)
         if mask is not None:
             # Same rule as the explicit path on every backend: a query with no allowed key outputs zeros.
             out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-        return out
-
-
-def _key_length(key: torch.Tensor, cache: KVCache | None) -> int:
-    """``T_k``, the number of key positions attention will see: the new keys, the cached ones, or both."""
-    if cache is None or cache.k is None:
-        return key.size(1)
-    return cache.k.size(2) if cache.static else cache.k.size(2) + key.size(1)
+        return out, None

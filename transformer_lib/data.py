@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ._arguments import is_int
+from ._arguments import check_non_negative_ints, check_positive_ints, check_token_id, is_int
 from .masks import causal_mask, padding_mask
 
 __all__ = [
@@ -44,8 +44,7 @@ class Vocab:
     def __init__(self, characters: str, pad_id: int = 0, extra_specials: Sequence[str] = ()):
         specials = {PAD, BOS, EOS, UNK, *extra_specials}
         others = [BOS, EOS, UNK, *extra_specials] + sorted(set(characters) - specials)
-        if not is_int(pad_id) or not 0 <= pad_id <= len(others):
-            raise ValueError(f"pad_id must be a whole number in [0, {len(others)}] for this vocabulary, got {pad_id!r}")
+        check_token_id("pad_id", pad_id, len(others) + 1)
         self.itos = others[:pad_id] + [PAD] + others[pad_id:]
         self.stoi = {s: i for i, s in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = (self.stoi[s] for s in (PAD, BOS, EOS, UNK))
@@ -152,8 +151,7 @@ class Seq2SeqTask(ABC):
 
 
 def _check_split_size(name: str, value: int, minimum: int) -> None:
-    if not is_int(value) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    (check_positive_ints if minimum else check_non_negative_ints)(**{name: value})
 
 
 class CopyTask(Seq2SeqTask):
@@ -345,8 +343,7 @@ class StringProgramTask(Seq2SeqTask):
     ):
         if not 1 <= min_len <= max_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
-        if not is_int(max_ops) or max_ops < 1:
-            raise ValueError(f"max_ops must be a whole number >= 1, got {max_ops!r}")
+        check_positive_ints(max_ops=max_ops)
         if not alphabet or len(set(alphabet)) != len(alphabet) or not (alphabet.isalpha() and alphabet.islower()):
             raise ValueError(f"alphabet must be distinct lower-case letters, got {alphabet!r}")
         _check_split_size("num_test", num_test, 1)

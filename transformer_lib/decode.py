@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._arguments import check_positive_ints, is_int
+from ._arguments import check_positive_ints
 from .data import Vocab, make_batch
 from .model import Transformer
 
@@ -102,8 +102,8 @@ def greedy_decode(
 
 
 def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
-    if top_k is not None and (not is_int(top_k) or top_k < 1):
-        raise ValueError(f"top_k must be a whole number >= 1 (or None for no cut), got {top_k!r}")
+    if top_k is not None:
+        check_positive_ints(top_k=top_k)
     if top_p is not None and not (isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0):
         raise ValueError(f"top_p must be in (0, 1] (or None for no cut), got {top_p!r}")
 
@@ -335,10 +335,8 @@ def beam_search(
     ``score``), best first (at most ``W`` per source: the finished outputs found before the search stopped),
     so the sequence log-probability can be compared with greedy decoding's (:func:`sequence_log_prob`).
     """
-    check_positive_ints(max_len=max_len)
+    check_positive_ints(max_len=max_len, beam_width=beam_width)
     vocab_size = model.config.tgt_vocab_size
-    if not is_int(beam_width) or beam_width < 1:
-        raise ValueError(f"beam_width must be a whole number >= 1, got {beam_width!r}")
     if beam_width >= vocab_size:
         raise ValueError(
             f"beam_width={beam_width} must be below the vocabulary size {vocab_size}: "

@@ -7,8 +7,7 @@ import torch
 from torch import nn
 
 from .attention import KVCache, MultiHeadAttention
-from .encoder import LayerStack
-from .layers import PositionwiseFeedForward, ResidualSublayer
+from .layers import LayerStack, PositionwiseFeedForward, ResidualSublayer
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
@@ -52,9 +51,11 @@ class DecoderLayer(nn.Module):
         bias: bool = True,
         num_kv_heads: int | None = None,
         rope_theta: float | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
     ):
         super().__init__()
-        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads)
+        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads, d_k=d_k, d_v=d_v)
         self.self_attn = MultiHeadAttention(d_model, num_heads, rope_theta=rope_theta, **attention)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, **attention)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation, bias)

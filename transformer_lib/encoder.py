@@ -3,11 +3,10 @@
 import torch
 from torch import nn
 
-from ._arguments import check_positive_ints
 from .attention import KVCache, MultiHeadAttention
-from .layers import PositionwiseFeedForward, ResidualSublayer, make_norm
+from .layers import LayerStack, PositionwiseFeedForward, ResidualSublayer
 
-__all__ = ["EncoderLayer", "Encoder", "LayerStack"]
+__all__ = ["EncoderLayer", "Encoder"]
 
 
 class EncoderLayer(nn.Module):
@@ -25,6 +24,7 @@ class EncoderLayer(nn.Module):
         bias: whether every projection (attention and feed-forward) has a bias; Llama's have none.
         num_kv_heads: key/value heads of the self-attention (grouped-query; ``None``: ``num_heads``).
         rope_theta: rotary positions in the self-attention with this ``theta`` (``None``: none).
+        d_k, d_v: per-head widths of queries/keys and of values (``None``: ``d_model // num_heads``).
     """
 
     def __init__(
@@ -41,9 +41,11 @@ class EncoderLayer(nn.Module):
         bias: bool = True,
         num_kv_heads: int | None = None,
         rope_theta: float | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
     ):
         super().__init__()
-        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads)
+        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads, d_k=d_k, d_v=d_v)
         self.self_attn = MultiHeadAttention(d_model, num_heads, rope_theta=rope_theta, **attention)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation, bias)
         self.residual_attn = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
@@ -57,46 +59,6 @@ class EncoderLayer(nn.Module):
         """
         x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask, cache=cache)[0])  # (B, T, d_model)
         return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
-
-
-class LayerStack(nn.Module):
-    """``num_layers`` copies of ``layer_class``; with pre-LN, a final norm of the kind ``norm`` (the residual
-    stream is never normalised otherwise). The other arguments are those of :class:`EncoderLayer` and
-    ``DecoderLayer``."""
-
-    layer_class: type[nn.Module]
-
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-        norm: str = "layernorm",
-        bias: bool = True,
-        num_kv_heads: int | None = None,
-        rope_theta: float | None = None,
-    ):
-        super().__init__()
-        check_positive_ints(num_layers=num_layers)
-        options = dict(
-            activation=activation,
-            layer_norm_eps=layer_norm_eps,
-            norm=norm,
-            bias=bias,
-            num_kv_heads=num_kv_heads,
-            rope_theta=rope_theta,
-        )
-        self.layers = nn.ModuleList(
-            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first, **options)
-            for _ in range(num_layers)
-        )
-        self.final_norm = make_norm(norm, d_model, layer_norm_eps) if norm_first else nn.Identity()
 
 
 class Encoder(LayerStack):

@@ -15,7 +15,6 @@ skipped, so an interrupted grid (Ctrl-C) resumes where it stopped. ``--device cu
 
 import argparse
 import csv
-import dataclasses
 import math
 import os
 import statistics
@@ -26,15 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import nn
 from tqdm.auto import tqdm
 
-from .attention import MultiHeadAttention
 from .data import StringProgramTask, make_batch
 from .decode import exact_match
-from .model import Transformer, TransformerConfig, count_parameters, init_projections
-from .runtime import pick_device, seed_everything
-from .train import LabelSmoothingLoss, Trainer, adam_with_warmup
+from .model import Transformer, TransformerConfig, count_parameters, head_width
+from .runtime import pick_device
+from .train import TrainingRecipe, make_trainer, perplexity
 
 __all__ = [
     "Row",
@@ -44,7 +41,8 @@ __all__ = [
     "paper_counterpart",
     "COLUMNS",
     "COMMITTED_CSV",
-    "build_model",
+    "PAPER_CSV",
+    "read_csv",
     "evaluate",
     "run_one",
     "run_grid",
@@ -66,7 +64,7 @@ COLUMNS = [
     "dev_loss", "dev_ppl", "exact_match", "gen_exact_match",
 ]
 
-# Changes a row may make to the base model. ``d_k`` is not a field of TransformerConfig: build_model sets it.
+# Changes a row may make to the base model: each is a field of TransformerConfig.
 _ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "label_smoothing", "positional"}
 
 
@@ -74,8 +72,9 @@ _ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "la
 class Row:
     """One configuration: a name for the table, its Table 3 group, and what it changes in the base model.
 
-    ``changes`` keys: ``num_layers`` (N), ``d_model``, ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width;
-    values keep ``d_v = d_model // h``), ``dropout`` (P_drop), ``label_smoothing`` (eps_ls), ``positional``
+    ``changes`` keys (fields of :class:`~transformer_lib.TransformerConfig`): ``num_layers`` (N), ``d_model``,
+    ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width; values keep ``d_v = d_model // h``), ``dropout``
+    (P_drop), ``label_smoothing`` (eps_ls), ``positional``
     (``"learned"`` or ``"sinusoidal"``).
     """
 
@@ -167,36 +166,35 @@ GRIDS: dict[str, Grid] = {
     ),
 }
 
+def read_csv(path: str | os.PathLike, types: dict[str, type], columns: Sequence[str] | None = None) -> list[dict]:
+    """The one reader of the CSV files under ``results/``: every row as a dict, its values converted.
+
+    Args:
+        path: the CSV file (a header line, then one line per row).
+        types: column -> ``int``, ``float`` or ``str``; an empty cell becomes ``None``; other columns stay text.
+        columns: the header the file must have, in order (``None``: any); a ValueError names both otherwise.
+    Returns the rows in file order.
+    """
+    with Path(path).open(newline="") as f:
+        reader = csv.DictReader(f)
+        if columns is not None and reader.fieldnames != list(columns):
+            raise ValueError(f"{os.fspath(path)!r} has columns {reader.fieldnames}, expected {list(columns)}")
+        rows = list(reader)
+    for row in rows:
+        for key, kind in types.items():
+            row[key] = None if row[key] == "" else kind(row[key])
+    return rows
+
+
 # "Attention Is All You Need" (Vaswani, Shazeer, Parmar, Uszkoreit, Jones, Gomez, Kaiser, Polosukhin, 2017),
 # Table 3: variations on the base model, English-to-German newstest2013 (the dev set). Perplexities are per
-# wordpiece. Blank cells of the paper's table are "as the base model"; None where the paper gives no number.
-# Our row name -> the paper's row, keyed by the paper's column names.
-_PAPER_COLUMNS = ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls", "train_steps", "PPL_dev",
-                  "BLEU_dev", "params_M")
+# wordpiece. Blank cells of the paper's table are "as the base model"; an empty cell where the paper gives no
+# number. The data lives in results/paper_table3.csv: our row name -> the paper's row, keyed by its columns.
+PAPER_CSV = COMMITTED_CSV.with_name("paper_table3.csv")
+_PAPER_TYPES = {"N": int, "d_model": int, "d_ff": int, "h": int, "d_k": int, "d_v": int, "P_drop": float,
+                "eps_ls": float, "train_steps": str, "PPL_dev": float, "BLEU_dev": float, "params_M": int}
 PAPER_TABLE3: dict[str, dict] = {
-    name: dict(zip(_PAPER_COLUMNS, values, strict=True))
-    for name, values in {
-        "base": (6, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 4.92, 25.8, 65),
-        "A h=1": (6, 512, 2048, 1, 512, 512, 0.1, 0.1, "100K", 5.29, 24.9, None),
-        "A h=4": (6, 512, 2048, 4, 128, 128, 0.1, 0.1, "100K", 5.00, 25.5, None),
-        "A h=16": (6, 512, 2048, 16, 32, 32, 0.1, 0.1, "100K", 4.91, 25.8, None),
-        "A h=32": (6, 512, 2048, 32, 16, 16, 0.1, 0.1, "100K", 5.01, 25.4, None),
-        "B d_k=16": (6, 512, 2048, 8, 16, 64, 0.1, 0.1, "100K", 5.16, 25.1, 58),
-        "B d_k=32": (6, 512, 2048, 8, 32, 64, 0.1, 0.1, "100K", 5.01, 25.4, 60),
-        "C N=2": (2, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 6.11, 23.7, 36),
-        "C N=4": (4, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 5.19, 25.3, 50),
-        "C N=8": (8, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 4.88, 25.5, 80),
-        "C d_model=256": (6, 256, 2048, 8, 32, 32, 0.1, 0.1, "100K", 5.75, 24.5, 28),
-        "C d_model=1024": (6, 1024, 2048, 8, 128, 128, 0.1, 0.1, "100K", 4.66, 26.0, 168),
-        "C d_ff=1024": (6, 512, 1024, 8, 64, 64, 0.1, 0.1, "100K", 5.12, 25.4, 53),
-        "C d_ff=4096": (6, 512, 4096, 8, 64, 64, 0.1, 0.1, "100K", 4.75, 26.2, 90),
-        "D P_drop=0.0": (6, 512, 2048, 8, 64, 64, 0.0, 0.1, "100K", 5.77, 24.6, None),
-        "D P_drop=0.2": (6, 512, 2048, 8, 64, 64, 0.2, 0.1, "100K", 4.95, 25.5, None),
-        "D eps_ls=0.0": (6, 512, 2048, 8, 64, 64, 0.1, 0.0, "100K", 4.67, 25.3, None),
-        "D eps_ls=0.2": (6, 512, 2048, 8, 64, 64, 0.1, 0.2, "100K", 5.47, 25.7, None),
-        "E learned positions": (6, 512, 2048, 8, 64, 64, 0.1, 0.1, "100K", 4.92, 25.7, None),
-        "big": (6, 1024, 4096, 16, 64, 64, 0.3, 0.1, "300K", 4.33, 26.4, 213),
-    }.items()
+    row.pop("row"): row for row in read_csv(PAPER_CSV, _PAPER_TYPES, ["row", *_PAPER_TYPES])
 }
 
 
@@ -232,77 +230,35 @@ def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
     return best
 
 
-def _config(
-    grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64
-) -> tuple[TransformerConfig, int | None]:
-    """The row's TransformerConfig and its ``d_k`` (None: ``d_model // h``, as the base)."""
-    changes = {**grid.base, **row.changes}
-    d_k = changes.pop("d_k", None)
-    positional = changes.pop("positional", "sinusoidal")
-    if positional != "sinusoidal":
-        if "positional" not in {f.name for f in dataclasses.fields(TransformerConfig)}:
-            raise ValueError(
-                f"row {row.name!r} needs TransformerConfig(positional={positional!r}), which this version of "
-                "the library does not have"
-            )
-        changes["positional"] = positional
-    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **changes), d_k
+def _config(grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64) -> TransformerConfig:
+    """The row's :class:`TransformerConfig`: the grid's base with the row's changes (``d_k`` included)."""
+    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **{**grid.base, **row.changes})
 
 
-def build_model(config: TransformerConfig, d_k: int | None = None) -> Transformer:
-    """A :class:`Transformer` for ``config``; with ``d_k`` every attention layer's queries and keys have that
-    per-head width while values keep ``d_v = d_model // h`` (Table 3, rows B). TransformerConfig has no
-    ``d_k`` field, so the attention modules are rebuilt here and the weights initialised again."""
-    model = Transformer(config)
-    if d_k is None:
-        return model
-    if not isinstance(d_k, int) or d_k < 1:
-        raise ValueError(f"d_k must be a positive int, got {d_k!r}")
-    d_v = config.d_model // config.num_heads
-    for layer in [*model.encoder.layers, *model.decoder.layers]:
-        for name in ("self_attn", "cross_attn"):
-            if hasattr(layer, name):
-                setattr(layer, name, MultiHeadAttention(config.d_model, config.num_heads, d_k=d_k, d_v=d_v,
-                                                        dropout=config.attention_dropout))
-    init_projections(model)
-    return model
-
-
-@torch.no_grad()
 def evaluate(model: Transformer, pairs: Sequence[tuple[str, str]], vocab, batch_size: int = 500) -> tuple[float, float]:
     """Teacher-forced cross-entropy (no label smoothing) per target token on ``pairs``, and its perplexity
-    ``exp(loss)``: the paper's "perplexity per wordpiece", here per character (``<eos>`` included)."""
-    model.eval()
-    device = next(model.parameters()).device
-    total, tokens = 0.0, 0
-    for start in range(0, len(pairs), batch_size):
-        batch = make_batch(pairs[start : start + batch_size], vocab).to(device)
-        logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-        total += nn.functional.cross_entropy(
-            logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=vocab.pad_id, reduction="sum"
-        ).item()
-        tokens += batch.num_target_tokens
-    loss = total / tokens
-    return loss, math.exp(loss)
+    ``exp(loss)`` (:func:`~transformer_lib.train.perplexity`): the paper's "perplexity per wordpiece", here per
+    character (``<eos>`` included)."""
+    batches = (make_batch(pairs[start : start + batch_size], vocab) for start in range(0, len(pairs), batch_size))
+    ppl = perplexity(model, batches)
+    return math.log(ppl), ppl
 
 
 def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = None,
             device: torch.device | str = "cpu", progress: bool = False) -> dict:
     """Train one row for one seed on the grid's budget and return its CSV row (a dict over :data:`COLUMNS`).
 
-    The same steps as :func:`~transformer_lib.train.train_task` (seed, fresh model, Adam with warm-up and linear
-    decay, the row's label smoothing, :meth:`Trainer.fit`), with a model from :func:`build_model` so that rows
-    B can set ``d_k``. Scores come from ``task.valid_pairs`` and ``task.generalisation_pairs``.
+    The same path as :func:`~transformer_lib.train.train_task` (:func:`~transformer_lib.train.make_trainer`,
+    then :meth:`Trainer.fit`) on the grid's budget and the row's label smoothing. Scores come from
+    ``task.valid_pairs`` and ``task.generalisation_pairs``.
     """
     task = task if task is not None else StringProgramTask()
-    config, d_k = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+    config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+    recipe = TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, config.label_smoothing)
     started, cpu_started = time.perf_counter(), time.process_time()
-    seed_everything(seed)
-    model = build_model(config, d_k)
-    optimizer, scheduler = adam_with_warmup(model, grid.lr, grid.warmup, grid.steps)
-    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(config.label_smoothing, config.pad_id),
-                      device=device)
-    trainer.fit(lambda step: task.train_batch(step, grid.batch_size), grid.steps, progress=progress)
+    trainer = make_trainer(config, recipe, seed, device)
+    model = trainer.model
+    trainer.fit(lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress)
     dev_loss, dev_ppl = evaluate(model, task.valid_pairs, task.vocab)
     match = exact_match(model, task.valid_pairs, task.vocab)
     gen_match = exact_match(model, task.generalisation_pairs, task.vocab) if task.generalisation_pairs else float("nan")
@@ -310,9 +266,8 @@ def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = No
     return {
         "grid": grid.name, "group": row.group, "config": row.name, "seed": seed,
         "N": config.num_layers, "d_model": config.d_model, "d_ff": config.d_ff, "h": config.num_heads,
-        "d_k": d_k if d_k is not None else config.d_model // config.num_heads,
-        "P_drop": config.dropout, "eps_ls": config.label_smoothing,
-        "positional": getattr(config, "positional", "sinusoidal"),
+        "d_k": head_width(config), "P_drop": config.dropout, "eps_ls": config.label_smoothing,
+        "positional": config.positional,
         "parameters": count_parameters(model)["total"], "steps": grid.steps, "batch_size": grid.batch_size,
         "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
         "device": torch.device(device).type, "threads": torch.get_num_threads(),
@@ -321,22 +276,15 @@ def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = No
     }
 
 
+_RESULT_TYPES = {key: int for key in ("seed", "N", "d_model", "d_ff", "h", "d_k", "parameters", "steps",
+                                      "batch_size", "threads")} | {
+    key: float for key in ("P_drop", "eps_ls", "wall_s", "cpu_s", "dev_loss", "dev_ppl", "exact_match",
+                           "gen_exact_match")}
+
+
 def read_results(path: str | os.PathLike = DEFAULT_CSV) -> list[dict]:
-    """The rows of a results CSV, numbers converted; an empty list when the file does not exist."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames != COLUMNS:
-            raise ValueError(f"{os.fspath(path)!r} has columns {reader.fieldnames}, expected {COLUMNS}")
-        rows = list(reader)
-    for r in rows:
-        for key in ("seed", "N", "d_model", "d_ff", "h", "d_k", "parameters", "steps", "batch_size", "threads"):
-            r[key] = int(r[key])
-        for key in ("P_drop", "eps_ls", "wall_s", "cpu_s", "dev_loss", "dev_ppl", "exact_match", "gen_exact_match"):
-            r[key] = float(r[key])
-    return rows
+    """The rows of a results CSV (:data:`COLUMNS`), numbers converted; an empty list when the file does not exist."""
+    return read_csv(path, _RESULT_TYPES, COLUMNS) if Path(path).exists() else []
 
 
 def _append(path: Path, result: dict) -> None:
@@ -364,7 +312,6 @@ def run_grid(
     """Train every (row, seed) of ``grid`` not yet in ``path`` and append each result as it finishes.
 
     ``rows`` and ``seeds`` select a part of the grid (names as in ``grid.rows``). Returns the new results.
-    Rows that need a library feature this version lacks (learned positions) are reported and skipped.
     """
     grid = GRIDS[grid] if isinstance(grid, str) else grid
     path = Path(path)
@@ -372,16 +319,8 @@ def run_grid(
     seeds = tuple(seeds) if seeds is not None else grid.seeds
     done = {(r["grid"], r["config"], r["seed"]) for r in read_results(path)}
     task = StringProgramTask()
-    runnable = []
-    for row in selected:
-        try:
-            _config(grid, row, len(task.vocab), task.vocab.pad_id)
-        except ValueError as exc:
-            log(f"skipping {row.name!r}: {exc}")
-            continue
-        runnable.append(row)
-    pending = [(row, seed) for row in runnable for seed in seeds if (grid.name, row.name, seed) not in done]
-    skipped = len(runnable) * len(seeds) - len(pending)
+    pending = [(row, seed) for row in selected for seed in seeds if (grid.name, row.name, seed) not in done]
+    skipped = len(selected) * len(seeds) - len(pending)
     if skipped:
         log(f"{skipped} run(s) already in {os.fspath(path)}: skipped")
     results = []
@@ -475,13 +414,13 @@ def judge_own_row(
         raise ValueError(f"the results hold fewer than two seeds of grid {grid.name!r}'s base row to compare with")
     task = task if task is not None else StringProgramTask()
     try:
-        config, d_k = _config(grid, row, len(task.vocab), task.vocab.pad_id)
-        base_config, _ = _config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
+        config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+        base_config = _config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
     with torch.device("meta"):  # counted without memory: a huge row gets this message, not an allocation error
-        size = count_parameters(build_model(config, d_k))["total"]
-        base_size = count_parameters(build_model(base_config))["total"]
+        size = count_parameters(Transformer(config))["total"]
+        base_size = count_parameters(Transformer(base_config))["total"]
     if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
         raise ValueError(
             f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base {base_size:,} and "

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import check_choice, check_positive_ints
+from ._arguments import check_choice, check_positive_ints, check_token_ids
 
 __all__ = [
     "LayerNorm",
@@ -33,6 +33,7 @@ __all__ = [
     "GATED_ACTIVATIONS",
     "FFN_ACTIVATIONS",
     "SINUSOID_LAYOUTS",
+    "LayerStack",
 ]
 
 # The feed-forward network's nonlinearity, by name (``TransformerConfig.activation``, ``LMConfig.activation``):
@@ -191,17 +192,7 @@ class TokenEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        if not isinstance(tokens, torch.Tensor):
-            raise TypeError(f"tokens must be a tensor of integer ids, got {type(tokens).__name__}")
-        if tokens.is_floating_point() or tokens.dtype == torch.bool:
-            raise TypeError(f"tokens must be integer ids, got dtype {tokens.dtype}")
-        vocab_size = self.embedding.num_embeddings
-        if tokens.numel():
-            # The one check here that reads the data (one sync on a GPU): an id out of range would otherwise
-            # end in a device-side assert there, or an IndexError deep inside nn.Embedding on the CPU.
-            low, high = torch.stack(torch.aminmax(tokens)).tolist()
-            if low < 0 or high >= vocab_size:
-                raise ValueError(f"token ids must lie in [0, {vocab_size}), got min={low}, max={high}")
+        check_token_ids("tokens", tokens, self.embedding.num_embeddings)  # reads the data: one sync on a GPU
         return self.embedding(tokens) * self.scale  # (B, T, d_model)
 
 
@@ -346,3 +337,47 @@ def _position_rows(x: torch.Tensor, start: int, max_len: int, d_model: int, owne
     if start < 0 or start + length > max_len:
         raise ValueError(f"positions {start}..{start + length - 1} exceed max_len={max_len} of {owner}")
     return slice(start, start + length)
+
+
+class LayerStack(nn.Module):
+    """``num_layers`` copies of ``layer_class``; with pre-LN, a final norm of the kind ``norm`` (the residual
+    stream is never normalised otherwise). The base of ``Encoder`` and ``Decoder``, which set ``layer_class``
+    and ``forward``; the other arguments are those of ``EncoderLayer`` and ``DecoderLayer``."""
+
+    layer_class: type[nn.Module]
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        layer_norm_eps: float = 1e-5,
+        norm: str = "layernorm",
+        bias: bool = True,
+        num_kv_heads: int | None = None,
+        rope_theta: float | None = None,
+        d_k: int | None = None,
+        d_v: int | None = None,
+    ):
+        super().__init__()
+        check_positive_ints(num_layers=num_layers)
+        options = dict(
+            activation=activation,
+            layer_norm_eps=layer_norm_eps,
+            norm=norm,
+            bias=bias,
+            num_kv_heads=num_kv_heads,
+            rope_theta=rope_theta,
+            d_k=d_k,
+            d_v=d_v,
+        )
+        self.layers = nn.ModuleList(
+            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first, **options)
+            for _ in range(num_layers)
+        )
+        self.final_norm = make_norm(norm, d_model, layer_norm_eps) if norm_first else nn.Identity()

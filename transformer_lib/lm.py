@@ -12,20 +12,19 @@ Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, l
 """
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._arguments import is_int
+from ._arguments import check_non_negative_ints, check_token_batch, check_token_ids
 from .attention import KVCache
 from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
 from .model import block_options, check_config, config_repr, init_projections, make_positions, option
-from .train import Trainer
+from .train import IGNORE_INDEX, Trainer, perplexity
 
 __all__ = [
     "LMConfig",
@@ -42,7 +41,8 @@ __all__ = [
     "IGNORE_INDEX",
 ]
 
-IGNORE_INDEX = -100  # target value of positions the loss skips (F.cross_entropy's default ignore_index)
+# IGNORE_INDEX (-100, F.cross_entropy's default ignore_index) marks the targets a loss skips; perplexity is
+# train.perplexity, which scores these models' (inputs, targets) batches as well as the encoder-decoder's.
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class LMConfig:
     0: none) and ``tie_embeddings`` (True: the output projection is the token embedding's matrix, as in the
     paper, GPT-2 and BERT; False: a matrix of its own). ``norm``, ``rope_theta`` (with ``positional="rope"``),
     ``n_kv_heads`` and ``bias`` make it Llama (the option table at the top of ``model.py``); :meth:`llama_like`
-    shows them together.
+    shows them together. ``d_k`` and ``d_v`` set the per-head widths (``None``: ``d_model // num_heads``).
     """
 
     vocab_size: int
@@ -85,6 +85,8 @@ class LMConfig:
     rope_theta: float = option(10000.0)
     n_kv_heads: int | None = option(None)
     bias: bool = option(True)
+    d_k: int | None = option(None)
+    d_v: int | None = option(None)
 
     __repr__ = config_repr
 
@@ -95,11 +97,7 @@ class LMConfig:
             probabilities=("dropout", "attention_dropout"),
             flags=("norm_first", "tie_embeddings"),
         )
-        if not is_int(self.type_vocab_size) or self.type_vocab_size < 0:
-            raise ValueError(
-                f"type_vocab_size must be an int >= 0 (0: no token-type embeddings; BERT: 2), "
-                f"got type_vocab_size={self.type_vocab_size!r}"
-            )
+        check_non_negative_ints(type_vocab_size=self.type_vocab_size)  # 0: no token-type embeddings; BERT: 2
 
     def replace(self, **changes) -> "LMConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""
@@ -206,9 +204,7 @@ class _EncoderStackLM(nn.Module):
             nn.init.xavier_uniform_(self.output.weight)
 
     def _check_tokens(self, tokens: torch.Tensor, start: int = 0) -> None:
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
-            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-            raise ValueError(f"tokens must be a (B, T) tensor of ids, got {shape}")
+        check_token_batch(tokens=tokens)
         if start + tokens.size(1) > self.config.max_len:
             raise ValueError(
                 f"positions {start}..{start + tokens.size(1) - 1} exceed max_len={self.config.max_len}; "
@@ -326,11 +322,7 @@ class MaskedLM(_EncoderStackLM):
         if not isinstance(token_types, torch.Tensor) or token_types.shape != tokens.shape:
             got = tuple(token_types.shape) if isinstance(token_types, torch.Tensor) else type(token_types).__name__
             raise ValueError(f"token_types must be (B, T) = {tuple(tokens.shape)} like the tokens, got {got}")
-        if token_types.is_floating_point() or token_types.dtype == torch.bool:
-            raise TypeError(f"token_types must be integer ids, got dtype {token_types.dtype}")
-        low, high = torch.stack(torch.aminmax(token_types)).tolist()
-        if low < 0 or high >= size:
-            raise ValueError(f"token_types must lie in [0, {size}) (type_vocab_size), got min={low}, max={high}")
+        check_token_ids("token_types", token_types, size)
 
 
 class MaskedLMHead(nn.Module):
@@ -469,21 +461,6 @@ class LanguageModelTrainer(Trainer):
 
 
 @torch.no_grad()
-def perplexity(model: nn.Module, batches) -> float:
-    """``exp`` of the mean per-token loss over ``batches`` of ``(inputs, targets)``, every counted token weighted
-    equally: the number of equally likely characters the model is, on average, choosing between."""
-    model.eval()
-    total, count = 0.0, 0
-    for inputs, targets in batches:
-        n = int((targets != IGNORE_INDEX).sum())
-        total += language_model_loss(model(inputs), targets).item() * n
-        count += n
-    if count == 0:
-        raise ValueError("perplexity needs at least one counted target token")
-    return math.exp(total / count)
-
-
-@torch.no_grad()
 def generate(
     model: DecoderOnlyLM,
     prompt: torch.Tensor,
@@ -500,8 +477,7 @@ def generate(
     """
     if prompt.dim() != 2 or prompt.size(1) < 1:
         raise ValueError(f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}")
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    check_non_negative_ints(max_new_tokens=max_new_tokens)
     if prompt.size(1) + max_new_tokens > model.config.max_len:
         raise ValueError(
             f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "

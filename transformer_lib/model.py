@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._arguments import check_choice, check_positive_ints, check_positive_real, check_probability, is_int
+from ._arguments import (
+    check_choice,
+    check_positive_ints,
+    check_positive_real,
+    check_probability,
+    check_token_batch,
+    check_token_id,
+    is_int,
+)
 from .decoder import Decoder, DecoderCache
 from .encoder import Encoder
 from .layers import (
@@ -24,6 +32,7 @@ from .masks import causal_mask, padding_mask
 __all__ = [
     "check_config",
     "config_repr",
+    "head_width",
     "make_positions",
     "block_options",
     "init_projections",
@@ -48,6 +57,7 @@ POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")
 #   rope_theta        10000.0; the base of the rotary frequencies, read with positional="rope"   -> attention.apply_rope
 #   n_kv_heads        None (= num_heads, paper); fewer: grouped-query, 1: multi-query (Llama)    -> MultiHeadAttention
 #   bias              True (paper); False: no bias in any attention or feed-forward Linear (Llama) -> both
+#   d_k, d_v          None (= d_model // num_heads, paper); per-head widths (Table 3 rows B)    -> MultiHeadAttention
 # positional="rope" (Llama) is a value of the existing ``positional`` field: nothing is added to the token vectors,
 # each self-attention rotates its queries and keys (layers.RotaryPositions, attention.apply_rope).
 
@@ -96,29 +106,26 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
     if c.pad_id is not None:
-        if not is_int(c.pad_id):
-            raise TypeError(
-                f"pad_id must be an int, got {c.pad_id!r} of type {type(c.pad_id).__name__} "
-                "(or None for a language model without a padding token)"
-            )
-        smallest_vocab = min(vocab_sizes.values())
-        if not 0 <= c.pad_id < smallest_vocab:
-            sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
-            raise ValueError(
-                f"pad_id={c.pad_id} is not a token id: it must satisfy 0 <= pad_id < {smallest_vocab} ({sizes}), "
-                "or be None for a model without a padding token"
-            )
+        sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
+        hint = "(or None for a language model without a padding token)"
+        check_token_id("pad_id", c.pad_id, min(vocab_sizes.values()), sizes, hint)
     check_choice("positional", c.positional, POSITIONAL_KINDS)
     check_choice("sinusoid_layout", c.sinusoid_layout, SINUSOID_LAYOUTS)
     check_choice("activation", c.activation, FFN_ACTIVATIONS)
     check_choice("norm", c.norm, tuple(NORMS))
     check_positive_real(layer_norm_eps=c.layer_norm_eps, rope_theta=c.rope_theta)
-    if c.d_model % c.num_heads:
-        raise ValueError(f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}")
-    if c.positional == "rope" and (c.d_model // c.num_heads) % 2:
+    for name in ("d_k", "d_v"):
+        if getattr(c, name) is not None:
+            check_positive_ints(**{name: getattr(c, name)})
+    if (c.d_k is None or c.d_v is None) and c.d_model % c.num_heads:
+        raise ValueError(
+            f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}; "
+            "choose another num_heads or set d_k and d_v"
+        )
+    if c.positional == "rope" and head_width(c) % 2:
         raise ValueError(
             f"positional='rope' rotates pairs of features: d_k = d_model // num_heads must be even, got "
-            f"d_k={c.d_model // c.num_heads} (d_model={c.d_model}, num_heads={c.num_heads})"
+            f"d_k={head_width(c)} (d_model={c.d_model}, num_heads={c.num_heads})"
         )
     default_theta = next(f.default for f in dataclasses.fields(c) if f.name == "rope_theta")
     if c.positional != "rope" and c.rope_theta != default_theta:
@@ -132,6 +139,12 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
                 f"num_heads={c.num_heads} is not divisible by n_kv_heads={c.n_kv_heads}: each key/value head "
                 "serves a whole group of query heads (n_kv_heads=1: multi-query; None: one per query head)"
             )
+
+
+def head_width(config, values: bool = False) -> int:
+    """A config's per-head width: ``d_k`` (or with ``values``, ``d_v``), ``d_model // num_heads`` unless set."""
+    width = config.d_v if values else config.d_k
+    return width if width is not None else config.d_model // config.num_heads
 
 
 def make_positions(config) -> nn.Module:
@@ -150,7 +163,8 @@ def make_positions(config) -> nn.Module:
 def block_options(config) -> dict:
     """The keyword arguments of an :class:`~transformer_lib.Encoder` or ``Decoder`` that a config sets besides
     the sizes (both model families build their stacks from this one dict): dropouts, norm placement and kind,
-    activation, biases, key/value heads, and ``rope_theta`` when ``positional="rope"`` (else ``None``)."""
+    activation, biases, key/value heads, per-head widths ``d_k``/``d_v``, and ``rope_theta`` when
+    ``positional="rope"`` (else ``None``)."""
     c = config
     return dict(
         dropout=c.dropout,
@@ -162,6 +176,8 @@ def block_options(config) -> dict:
         bias=c.bias,
         num_kv_heads=c.n_kv_heads,
         rope_theta=c.rope_theta if c.positional == "rope" else None,
+        d_k=c.d_k,
+        d_v=c.d_v,
     )
 
 
@@ -190,8 +206,9 @@ class TransformerConfig:
     and ``sinusoid_layout`` (the option table at the top of ``model.py``), ``output_bias`` (a bias
     per target token on the output projection; Marian's ``final_logits_bias``) and ``num_decoder_layers`` (the
     decoder's depth when it differs from the encoder's ``num_layers``; ``None``: the same). The modern options
-    ``norm``, ``rope_theta`` (with ``positional="rope"``), ``n_kv_heads`` and ``bias`` are those of the option
-    table too; in the encoder-decoder, rotary positions act in both self-attentions, never in cross-attention.
+    ``norm``, ``rope_theta`` (with ``positional="rope"``), ``n_kv_heads``, ``bias``, ``d_k`` and ``d_v`` (per-head
+    widths; ``None``: ``d_model // num_heads``; Table 3 rows A and B) are those of the option table too; in the
+    encoder-decoder, rotary positions act in both self-attentions, never in cross-attention.
     """
 
     src_vocab_size: int
@@ -219,6 +236,8 @@ class TransformerConfig:
     rope_theta: float = option(10000.0)
     n_kv_heads: int | None = option(None)
     bias: bool = option(True)
+    d_k: int | None = option(None)
+    d_v: int | None = option(None)
 
     __repr__ = config_repr
 
@@ -360,10 +379,7 @@ class Transformer(nn.Module):
 
         Source and target must have the same batch size ``B``: row ``b`` of ``tgt`` is the translation of row
         ``b`` of ``src`` (a source of batch 1 would otherwise broadcast silently over every target row)."""
-        for name, tokens in (("src", src), ("tgt", tgt)):
-            if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
-                got = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-                raise ValueError(f"{name} must be (B, T) token ids, got {got}")
+        check_token_batch(src=src, tgt=tgt)
         if src.size(0) != tgt.size(0):
             raise ValueError(
                 f"src and tgt must have the same batch size B, got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}"

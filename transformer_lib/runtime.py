@@ -10,6 +10,8 @@ import random
 import numpy as np
 import torch
 
+from ._arguments import check_non_negative_ints
+
 __all__ = ["seed_everything", "pick_device"]
 
 
@@ -18,8 +20,7 @@ def seed_everything(seed: int = 0) -> int:
 
     Returns the seed, so a notebook cell can end with it without printing a generator object.
     """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_non_negative_ints(seed=seed)
     os.environ["PYTHONHASHSEED"] = str(seed)
     random.seed(seed)
     np.random.seed(seed)

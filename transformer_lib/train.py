@@ -5,15 +5,16 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._arguments import check_positive_ints, is_int
+from ._arguments import check_positive_ints, check_positive_real, check_probability, check_token_id
 from .data import Batch, Seq2SeqTask
 from .model import Transformer, TransformerConfig
 from .runtime import seed_everything
@@ -31,25 +32,28 @@ __all__ = [
     "TrainingRecipe",
     "CPU_RECIPE",
     "DivergenceWarning",
+    "make_trainer",
     "train_task",
+    "perplexity",
+    "IGNORE_INDEX",
     "read_checkpoint",
     "load_model_weights",
 ]
+
+IGNORE_INDEX = -100  # target value of positions a loss skips (F.cross_entropy's default ignore_index)
 
 
 def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: int = 0) -> torch.Tensor:
     """``target (N,)`` ids -> ``(N, vocab_size)`` distributions: ``1 - eps`` on the target and ``eps`` spread
     evenly over the other tokens except ``<pad>``, which never gets probability. Rows whose target is padding
     are all zero (they carry no loss)."""
-    if not 0.0 <= eps < 1.0:
-        raise ValueError(f"label smoothing eps must be in [0, 1), got {eps}")
+    check_probability(eps=eps)
     if eps > 0 and vocab_size < 3:
         raise ValueError(
             f"vocab_size={vocab_size} is too small to smooth: eps={eps} is spread over the tokens other than the "
             "target and <pad>, so it needs vocab_size >= 3 (or eps=0)"
         )
-    if not 0 <= pad_id < vocab_size:
-        raise ValueError(f"pad_id must be in [0, vocab_size={vocab_size}), got {pad_id}")
+    check_token_id("pad_id", pad_id, vocab_size)
     if target.dtype.is_floating_point or target.dtype == torch.bool or target.is_complex():
         raise TypeError(f"target must hold integer token ids, got dtype {target.dtype}")
     if target.numel() and not 0 <= int(target.min()) <= int(target.max()) < vocab_size:
@@ -370,17 +374,13 @@ class TrainingRecipe:
     eps_ls: float
 
     def __post_init__(self):
+        check_positive_ints(steps=self.steps, batch_size=self.batch_size, warmup=self.warmup)
+        check_positive_real(lr=self.lr)
+        check_probability(eps_ls=self.eps_ls)
         for name in ("steps", "batch_size", "warmup"):
-            value = getattr(self, name)
-            if not is_int(value) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-            object.__setattr__(self, name, int(value))  # a NumPy integer from a grid is stored as Python's
+            object.__setattr__(self, name, int(getattr(self, name)))  # a NumPy integer is stored as Python's
         if not self.warmup < self.steps:
             raise ValueError(f"warmup must be below steps, got warmup={self.warmup}, steps={self.steps}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr}")
-        if not 0.0 <= self.eps_ls < 1.0:
-            raise ValueError(f"eps_ls must be in [0, 1), got {self.eps_ls}")
 
     def replace(self, **changes) -> "TrainingRecipe":
         """A copy with some fields changed: ``CPU_RECIPE.replace(steps=800)``."""
@@ -420,9 +420,69 @@ def train_task(
         )
     if config.pad_id != pad_id:
         raise ValueError(f"config.pad_id={config.pad_id} but the task's vocabulary pads with {pad_id}")
-    seed_everything(seed)
-    model = Transformer(config)
-    optimizer, scheduler = adam_with_warmup(model, recipe.lr, recipe.warmup, recipe.steps)
-    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(recipe.eps_ls, pad_id), device=device)
+    trainer = make_trainer(config, recipe, seed, device)
     trainer.fit(lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress)
     return trainer
+
+
+def make_trainer(
+    config: TransformerConfig,
+    recipe: TrainingRecipe = CPU_RECIPE,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    optimizer: Callable[[nn.Module], tuple] | None = None,
+) -> Trainer:
+    """The one path from a config to a ready trainer: seed, a fresh :class:`Transformer`, Adam, the smoothed loss.
+
+    Args:
+        config: the model; its ``label_smoothing`` is the loss's ``eps`` and must equal ``recipe.eps_ls``.
+        recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay` (the batch size is the
+            caller's, who draws the batches).
+        seed: seeds every generator before the weights are drawn: one seed, one initial model.
+        optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g. :func:`paper_optimizer`.
+    Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`, ``experiments.run_one``
+    and ``results/label_smoothing.py`` all start here.
+    """
+    if config.label_smoothing != recipe.eps_ls:
+        raise ValueError(
+            f"config.label_smoothing={config.label_smoothing} but recipe.eps_ls={recipe.eps_ls}. "
+            f"Make them equal (for example recipe.replace(eps_ls={config.label_smoothing}))."
+        )
+    seed_everything(seed)
+    model = Transformer(config)
+    if optimizer is None:
+        optim, scheduler = adam_with_warmup(model, recipe.lr, recipe.warmup, recipe.steps)
+    else:
+        optim, scheduler = optimizer(model)
+    loss = LabelSmoothingLoss(config.label_smoothing, config.pad_id)
+    return Trainer(model, optim, scheduler, loss, device=device)
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, batches: Iterable) -> float:
+    """``exp`` of the mean cross-entropy per counted target token over ``batches`` (no label smoothing).
+
+    Args:
+        model: a :class:`Transformer` or a language model of :mod:`transformer_lib.lm`; put in eval mode.
+        batches: :class:`~transformer_lib.data.Batch` es (teacher forcing; ``<pad>`` targets not counted) or
+            ``(inputs (B, T), targets (B, T))`` pairs (targets equal to :data:`IGNORE_INDEX` not counted).
+    Returns the perplexity: every counted token weighs the same, so it is the number of equally likely tokens
+    the model is, on average, choosing between. The paper's Table 3 reports it per wordpiece.
+    """
+    model.eval()
+    device = next(model.parameters(), torch.empty(0)).device
+    total, count = 0.0, 0
+    for batch in batches:
+        if isinstance(batch, Batch):
+            batch = batch.to(device)
+            logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+            targets = batch.tgt_out.masked_fill(batch.tgt_out == batch.pad_id, IGNORE_INDEX)  # (B, T)
+        else:
+            inputs, targets = (t.to(device) for t in batch)
+            logits = model(inputs)  # (B, T, V)
+        total += F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX,
+                                 reduction="sum").item()
+        count += int((targets != IGNORE_INDEX).sum())
+    if count == 0:
+        raise ValueError("perplexity needs at least one counted target token. Pass batches with real targets.")
+    return math.exp(total / count)
