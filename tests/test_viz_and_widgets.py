@@ -91,7 +91,7 @@ def test_widget_pictures_are_retina_pngs():
     pixel_width = int.from_bytes(explorer.png[16:20], "big")  # from the PNG header
     assert image.width == pixel_width // 2  # shown at half its pixel width: sharp on a HiDPI screen
     with pytest.raises(ValueError, match="the trace recorded no module calls"):
-        viz.plot_shape_flow(tl.shapes.ShapeTrace())
+        viz.plot_shape_flow(tl.inspection.ShapeTrace())
 
 
 def changed(widget, control, value):
@@ -177,7 +177,7 @@ def date_model():
 def test_attention_explorer_follows_text_kind_layer_head_and_query(date_model):
     model, vocab = date_model
     explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=12)
-    assert list(explorer.KINDS) == ["self", "masked self", "cross"]  # tl.capture.attention_kind's names
+    assert list(explorer.KINDS) == ["self", "masked self", "cross"]  # tl.inspection.attention_kind's names
     assert explorer.controls["layer"].max == 1 and explorer.controls["head"].max == 3
     assert explorer.state["weights"].shape[1] == len("3 march 1987")  # cross: keys are source characters
     for control, value in (("head", 3), ("layer", 1), ("query", 2), ("scale", "own"), ("kind", "self")):

@@ -58,8 +58,7 @@ __version__ = "0.1.0"
 # Pictures and widgets load matplotlib and ipywidgets, and the exercises' checks their whole machinery, which
 # model code never needs: import them on first use, so `tl.viz.plot_attention(...)`,
 # `tl.widgets.AttentionExplorer(...)` and `tl.checks.check_attention(...)` work without an explicit import.
-# `shapes` and `capture` are the old homes of `inspection`, kept so that `tl.shapes.X` and `tl.capture.X` work.
-_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments", "checks", "shapes", "capture"}
+_LAZY_SUBMODULES = {"viz", "widgets", "bench", "experiments", "checks"}
 
 
 def __getattr__(name: str):

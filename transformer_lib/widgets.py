@@ -43,9 +43,9 @@ from matplotlib.figure import Figure
 
 from . import viz
 from .attention import MultiHeadAttention, scaled_dot_product_attention
-from .capture import ATTENTION_KINDS, capture_attention
 from .data import Vocab, make_batch
 from .decode import greedy_decode
+from .inspection import ATTENTION_KINDS, capture_attention
 from .layers import sinusoidal_encoding
 from .masks import causal_mask
 from .model import Transformer
@@ -593,7 +593,7 @@ class AttentionExplorer(FigureWidget):
     """Type a source text; see every layer's and head's attention in a trained :class:`Transformer`.
 
     The model translates the text greedily, then one forward pass over ``(source, <bos> + translation)`` is
-    captured. ``kind`` is one of ``tl.capture.ATTENTION_KINDS`` (the names ``tl.capture.attention_kind`` gives):
+    captured. ``kind`` is one of ``tl.inspection.ATTENTION_KINDS`` (the names ``tl.inspection.attention_kind`` gives):
     ``"self"`` (encoder), ``"masked self"`` (decoder) or ``"cross"``. The layer, head and query sliders take
     their bounds from the model and the current text; the source redraws when you press Enter.
     """
