@@ -32,6 +32,13 @@ from .nb08_debugging_attention import check_causal_decoder, check_shifted_target
 from .nb09_gpu_and_scale import check_shard_loss
 from .nb10_paper_experiments import check_table3_row
 from .nb11_gpt_and_bert import check_gpt_block, check_lm_parameter_count, check_mask_tokens
+from .nb13_modern_decoder import (
+    check_kv_heads_for_budget,
+    check_repeat_kv,
+    check_rms_norm,
+    check_rotary_attention,
+    check_swiglu,
+)
 
 __all__ = [
     "CheckResult",
@@ -56,4 +63,9 @@ __all__ = [
     "check_gpt_block",
     "check_mask_tokens",
     "check_lm_parameter_count",
+    "check_rms_norm",
+    "check_rotary_attention",
+    "check_swiglu",
+    "check_repeat_kv",
+    "check_kv_heads_for_budget",
 ]
