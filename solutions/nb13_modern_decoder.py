@@ -60,7 +60,20 @@ def my_kv_heads_for_budget(config, budget_bytes, dtype):
     return max(fits)
 
 
-ANSWERS = {}
+ANSWERS = {
+    "6": (
+        "Section 6 changes four things at once (the norm and its place, the positions, the feed-forward, the biases), "
+        "so its difference belongs to the bundle. To attribute it, run an ablation: start from the modern block and "
+        "switch back one piece at a time (RMSNorm -> LayerNorm, pre-norm -> post-norm, rotary -> sinusoidal, SwiGLU "
+        "-> ReLU at equal parameters, no biases -> biases), and also the other way, from the paper's block switching "
+        "one piece forward, because the pieces interact (post-LN without warm-up behaves differently from pre-norm, "
+        "so the effect of a piece can depend on the others). That is 2 x 5 = 10 variants plus the two ends, each at "
+        "3 seeds at least: 36 runs, with the same data, steps and optimizer. Section 2 already is one such ablation "
+        "(positions alone, inside the modern block); a factorial design (2^5 = 32 "
+        "combinations) would measure the interactions too. Report each difference with its spread and a test, and "
+        "keep the tuned hyperparameters fixed or tune each variant equally, else the ablation measures the tuning."
+    ),
+}
 
 
 # A typical wrong answer to each exercise, and words that the hint its check gives must contain
