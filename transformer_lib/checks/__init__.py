@@ -38,6 +38,13 @@ from .nb11_gpt_and_bert import (
     check_mask_tokens,
     check_next_token_loss,
 )
+from .nb13_modern_decoder import (
+    check_kv_heads_for_budget,
+    check_repeat_kv,
+    check_rms_norm,
+    check_rotary_attention,
+    check_swiglu,
+)
 
 __all__ = [
     "CheckResult",
@@ -64,4 +71,9 @@ __all__ = [
     "check_mask_tokens",
     "check_gpt_block",
     "check_lm_parameter_count",
+    "check_rms_norm",
+    "check_rotary_attention",
+    "check_swiglu",
+    "check_repeat_kv",
+    "check_kv_heads_for_budget",
 ]

@@ -1,0 +1,114 @@
+"""Notebook 13 · the modern decoder: RMSNorm, rotary attention, SwiGLU, grouped-query heads, a cache budget."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import transformer_lib as tl
+
+
+class MyRMSNorm(nn.Module):
+    """Divide each token by its root mean square over the features (no mean subtracted), then scale; no shift."""
+
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gain
+
+    def forward(self, x):
+        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        return x / torch.sqrt(mean_square + self.eps) * self.weight
+
+
+def my_rotary_attention(q, k, v, start, theta):
+    """Rotate the queries (positions start..start+T_q-1) and the keys (0..T_k-1), not the values; then causal
+    attention of the new queries over every key."""
+    t_q, t_k = q.size(2), k.size(2)
+    q = tl.apply_rope(q, torch.arange(start, start + t_q), theta)  # (B, h, T_q, d_k)
+    k = tl.apply_rope(k, torch.arange(t_k), theta)  # (B, h, T_k, d_k)
+    return tl.scaled_dot_product_attention(q, k, v, tl.causal_mask(t_q, t_k))[0]  # (B, h, T_q, d_k)
+
+
+class MySwiGLU(nn.Module):
+    """``down(silu(gate(x)) * up(x))``: three bias-free matrices."""
+
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=False)
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))  # (B, T, d_model)
+
+
+def my_repeat_kv(x, num_heads):
+    """``(B, h_kv, T, d) -> (B, num_heads, T, d)``: each key/value head serves num_heads // h_kv consecutive query
+    heads."""
+    return x.repeat_interleave(num_heads // x.size(1), dim=1)
+
+
+def my_kv_heads_for_budget(config, budget_bytes, dtype):
+    """The most key/value heads that divide ``num_heads`` and whose cache grows by at most ``budget_bytes`` per
+    token."""
+    fits = [
+        k
+        for k in range(1, config.num_heads + 1)
+        if config.num_heads % k == 0
+        and tl.kv_cache_bytes_per_token(config.replace(n_kv_heads=k), dtype) <= budget_bytes
+    ]
+    return max(fits)
+
+
+ANSWERS = {
+    "6": (
+        "Section 6 changes four things at once (the norm and its place, the positions, the feed-forward, the biases), "
+        "so its difference belongs to the bundle. To attribute it, run an ablation: start from the modern block and "
+        "switch back one piece at a time (RMSNorm -> LayerNorm, pre-norm -> post-norm, rotary -> sinusoidal, SwiGLU "
+        "-> ReLU at equal parameters, no biases -> biases), and also the other way, from the paper's block switching "
+        "one piece forward, because the pieces interact (post-LN without warm-up behaves differently from pre-norm, "
+        "so the effect of a piece can depend on the others). That is 2 x 5 = 10 variants plus the two ends, each at "
+        "3 seeds at least: 36 runs, with the same data, steps and optimizer. Section 2 already is one such ablation "
+        "(positions alone, inside the modern block); a factorial design (2^5 = 32 "
+        "combinations) would measure the interactions too. Report each difference with its spread and a test, and "
+        "keep the tuned hyperparameters fixed or tune each variant equally, else the ablation measures the tuning."
+    ),
+}
+
+
+# A typical wrong answer to each exercise, and words that the hint its check gives must contain
+# (tests/test_solutions.py feeds each to the check).
+class _MeanSubtracted(MyRMSNorm):
+    def forward(self, x):
+        x = x - x.mean(-1, keepdim=True)
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def _values_rotated(q, k, v, start, theta):
+    t_q, t_k = q.size(2), k.size(2)
+    q = tl.apply_rope(q, torch.arange(start, start + t_q), theta)
+    k, v = (tl.apply_rope(t, torch.arange(t_k), theta) for t in (k, v))
+    return tl.scaled_dot_product_attention(q, k, v, tl.causal_mask(t_q, t_k))[0]
+
+
+class _SiluOnUp(MySwiGLU):
+    def forward(self, x):
+        return self.down(F.silu(self.up(x)) * self.gate(x))
+
+
+def _tiled(x, num_heads):
+    return x.repeat(1, num_heads // x.size(1), 1, 1)
+
+
+def _not_a_divisor(config, budget_bytes, dtype):
+    per_head = tl.kv_cache_bytes_per_token(config.replace(n_kv_heads=1), dtype)
+    return min(config.num_heads, budget_bytes // per_head)
+
+
+WRONG_ANSWERS = {
+    "MyRMSNorm": (_MeanSubtracted, "you subtracted the mean"),
+    "my_rotary_attention": (_values_rotated, "the values were rotated too"),
+    "MySwiGLU": (_SiluOnUp, "SiLU went on the up projection"),
+    "my_repeat_kv": (_tiled, "`repeat`, which tiles"),
+    "my_kv_heads_for_budget": (_not_a_divisor, "does not divide num_heads"),
+}

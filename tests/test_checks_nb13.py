@@ -1,0 +1,176 @@
+"""The checks of notebook 13: the reference solutions pass, every named mistake earns its own hint, both rotary
+layouts pass and are named, and hostile input gives a message, never an exception."""
+
+from functools import partial
+
+import pytest
+import torch
+from torch import nn
+
+import transformer_lib as tl
+from solutions import nb13_modern_decoder as solution
+from transformer_lib.checks import nb13_modern_decoder as nb13
+
+
+def _first_words(hint: str) -> str:
+    return hint[:40]
+
+
+# --- RMSNorm ----------------------------------------------------------------------------------------------------
+
+
+def rms_class(version):
+    class Wrong(nn.Module):
+        def __init__(self, d_model, eps=1e-5):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(d_model))
+
+        def forward(self, x):
+            return version(self, x)
+
+    return Wrong
+
+
+@pytest.mark.parametrize("mistake", nb13.RMS_NORM.mistakes, ids=range(len(nb13.RMS_NORM.mistakes)))
+def test_each_rms_norm_mistake_gets_its_hint(mistake):
+    result = tl.checks.check_rms_norm(rms_class(mistake.version))
+    assert not result and _first_words(mistake.hint) in result.message, result.message
+
+
+def test_rms_norm_with_a_shift_is_told_it_has_none():
+    class WithShift(solution.MyRMSNorm):
+        def __init__(self, d_model, eps=1e-5):
+            super().__init__(d_model, eps)
+            self.bias = nn.Parameter(torch.zeros(d_model))
+
+    result = tl.checks.check_rms_norm(WithShift)
+    assert not result and "no shift" in result.message
+
+
+# --- rotary attention -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(nb13.LAYOUTS))
+def test_both_rotary_layouts_pass_and_are_named(layout):
+    result = tl.checks.check_rotary_attention(partial(nb13.rotary_attention, layout=layout))
+    assert result and nb13.LAYOUTS[layout] in result.message, result.message
+
+
+def test_the_solution_with_the_library_is_interleaved():
+    result = tl.checks.check_rotary_attention(solution.my_rotary_attention)
+    assert result and "interleaved" in result.message
+
+
+@pytest.mark.parametrize("layout", list(nb13.LAYOUTS))
+@pytest.mark.parametrize(("hint", "knobs"), nb13._ROTARY_MISTAKES, ids=range(len(nb13._ROTARY_MISTAKES)))
+def test_each_rotary_mistake_gets_its_hint_in_either_layout(hint, knobs, layout):
+    result = tl.checks.check_rotary_attention(partial(nb13.rotary_attention, layout=layout, **knobs))
+    assert not result and _first_words(hint) in result.message and nb13.LAYOUTS[layout] in result.message, (
+        result.message
+    )
+
+
+# --- SwiGLU -----------------------------------------------------------------------------------------------------
+
+
+def swiglu_class(version):
+    class Wrong(solution.MySwiGLU):
+        linear1 = property(lambda self: self.up)  # the names the mistakes read (the library's)
+        linear2 = property(lambda self: self.down)
+
+        def forward(self, x):
+            return version(self, x)
+
+    return Wrong
+
+
+@pytest.mark.parametrize("mistake", nb13.SWIGLU.mistakes, ids=range(len(nb13.SWIGLU.mistakes)))
+def test_each_swiglu_mistake_gets_its_hint(mistake):
+    result = tl.checks.check_swiglu(swiglu_class(mistake.version))
+    assert not result and _first_words(mistake.hint) in result.message, result.message
+
+
+def test_swiglu_with_biases_is_told_to_drop_them():
+    class Biased(solution.MySwiGLU):
+        def __init__(self, d_model, d_ff):
+            super().__init__(d_model, d_ff)
+            self.gate = nn.Linear(d_model, d_ff)
+
+    result = tl.checks.check_swiglu(Biased)
+    assert not result and "bias-free" in result.message
+
+
+# --- grouped-query heads and the budget ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mistake", nb13.REPEAT_KV.mistakes, ids=range(len(nb13.REPEAT_KV.mistakes)))
+def test_each_repeat_kv_mistake_gets_its_hint(mistake):
+    result = tl.checks.check_repeat_kv(mistake.version)
+    assert not result and _first_words(mistake.hint) in result.message, result.message
+
+
+def test_repeat_kv_matches_the_library_grouping():
+    """The reference is the grouping tl.MultiHeadAttention uses: its output equals multi-head attention whose
+    key/value projections are the grouped ones repeated with the solution."""
+    torch.manual_seed(0)
+    gqa = tl.MultiHeadAttention(16, 4, num_kv_heads=2).eval()
+    full = tl.MultiHeadAttention(16, 4).eval()
+    with torch.no_grad():
+        full.w_q.load_state_dict(gqa.w_q.state_dict())
+        full.w_o.load_state_dict(gqa.w_o.state_dict())
+        for name in ("w_k", "w_v"):
+            weight = getattr(gqa, name).weight.view(1, 2, 4, 16)  # (1, h_kv, d_k, d_model)
+            getattr(full, name).weight.copy_(solution.my_repeat_kv(weight, 4).reshape(16, 16))
+            getattr(full, name).bias.copy_(solution.my_repeat_kv(getattr(gqa, name).bias.view(1, 2, 4, 1), 4).flatten())
+    x = torch.randn(2, 5, 16)
+    torch.testing.assert_close(full(x, x, x)[0], gqa(x, x, x)[0])
+
+
+@pytest.mark.parametrize(
+    "mistake", nb13.KV_HEADS_FOR_BUDGET.mistakes, ids=range(len(nb13.KV_HEADS_FOR_BUDGET.mistakes))
+)
+def test_each_budget_mistake_gets_its_hint(mistake):
+    result = tl.checks.check_kv_heads_for_budget(mistake.version)
+    assert not result and _first_words(mistake.hint) in result.message, result.message
+
+
+# --- hostile input ----------------------------------------------------------------------------------------------
+
+
+class Raises(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        raise RuntimeError("boom")
+
+
+class Unprintable:
+    def __repr__(self):
+        raise RuntimeError
+
+    __str__ = __repr__
+
+
+HOSTILE = [
+    None,
+    42,
+    "text",
+    Raises,
+    Raises.__init__,
+    lambda *a: "text",
+    lambda *a: Unprintable(),
+    lambda *a: torch.full((1,), float("nan")),
+    lambda *a: (None, None),
+    lambda *a: 1 / 0,
+    nn.Linear,
+    lambda *a: torch.zeros(2, 2, dtype=torch.bool),
+    solution.MySwiGLU(8, 12),
+]
+CHECKS = ["check_rms_norm", "check_rotary_attention", "check_swiglu", "check_repeat_kv", "check_kv_heads_for_budget"]
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("code", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_input_gives_a_message_never_an_exception(check, code):
+    result = getattr(tl.checks, check)(code)
+    assert isinstance(result, tl.checks.CheckResult) and not result and result.message.startswith("❌"), result
