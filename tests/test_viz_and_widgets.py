@@ -273,6 +273,7 @@ def site_widgets(model, vocab) -> dict:
         # the text stays, the query stays (see AttentionExplorer.site_values), one layer is one value
         "attention": (widgets.AttentionExplorer(model, vocab, "3 may 1999", max_len=6), 3 * 2 * 2),
         "decoding": (widgets.DecodingExplorer(model, vocab, "3 may 1999", max_len=4), None),  # steps x 2
+        "rotary": (widgets.RotaryPairExplorer(torch.tensor([1.0, 0.2] * 4), max_position=7), 8 * 4),  # position x pair
     }
 
 
@@ -371,3 +372,23 @@ def test_head_count_explorer_leaves_the_learners_random_stream_alone():
     explorer.controls["num_heads"].value = 4  # redraws with freshly seeded weights
     assert explorer.state["num_heads"] == 4
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_rotary_pair_score_depends_only_on_the_offset():
+    vector = torch.tensor([1.0, 0.2] * 4)  # d_k = 8: four pairs
+    explorer = widgets.RotaryPairExplorer(vector, key_position=2)
+    explorer.controls["pair"].value = 1
+    explorer.controls["position"].value = 5  # offset 3 from the key
+    assert explorer.state == {"position": 5, "pair": 1}
+
+    def score(figure):
+        return figure.axes[0].get_title().split("score ")[1]
+
+    offset_3 = viz.plot_rotary_pair(vector, 1, [5], key_position=2)
+    assert score(offset_3) == score(viz.plot_rotary_pair(vector, 1, [13], key_position=10))
+    assert score(offset_3) != score(viz.plot_rotary_pair(vector, 1, [6], key_position=2))
+    with pytest.raises(ValueError, match="pair must be in 0..3"):
+        viz.plot_rotary_pair(vector, 4, [0])
+    with pytest.raises(ValueError, match="even width"):
+        widgets.RotaryPairExplorer(torch.ones(7))
+    matplotlib.pyplot.close("all")

@@ -36,6 +36,7 @@ __all__ = [
     "plot_shape_flow",
     "plot_softmax_temperature",
     "plot_attention_growth",
+    "plot_rotary_pair",
 ]
 
 HEAD_COLORS = plt.get_cmap("tab10").colors
@@ -395,4 +396,58 @@ def plot_attention_growth(rows: Sequence[Mapping[str, float]], title: str = "att
     mem_ax.set_title("(B, h, T, T) weights: x4 per doubling")
     fig.suptitle(title)
     fig.tight_layout()
+    return fig
+
+
+def plot_rotary_pair(
+    vector: torch.Tensor,
+    pair: int,
+    positions: Sequence[int],
+    theta: float = 10000.0,
+    key_position: int | None = None,
+    ax=None,
+) -> Figure:
+    """One pair ``(2i, 2i+1)`` of a query ``vector (d_k,)`` rotated by RoPE to each of ``positions``: an arrow per
+    position on the pair's circle, turned by ``position * w_i`` with ``w_i = theta^(-2i/d_k)``.
+
+    With ``key_position``, the same pair of the same vector as a key at that position is drawn in red, and the
+    title gives the angle between the two and the pair's share of the score, ``|pair|^2 cos((m - n) w_i)``: it
+    depends only on the offset ``m - n``. Interleaved pairs, as :func:`transformer_lib.apply_rope`.
+    """
+    v = vector.detach().float()
+    d_k = v.numel()
+    if v.dim() != 1 or d_k % 2:
+        raise ValueError(f"vector must be 1-D with an even width d_k, got shape {tuple(vector.shape)}")
+    if not 0 <= pair < d_k // 2:
+        raise ValueError(f"pair must be in 0..{d_k // 2 - 1} for d_k={d_k}, got {pair}")
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.2, 4.2))
+    w = theta ** (-2 * pair / d_k)
+    x0, y0 = v[2 * pair].item(), v[2 * pair + 1].item()
+    radius = math.hypot(x0, y0)
+
+    def turned(m: int) -> tuple[float, float]:
+        return x0 * math.cos(m * w) - y0 * math.sin(m * w), x0 * math.sin(m * w) + y0 * math.cos(m * w)
+
+    circle = np.linspace(0, 2 * math.pi, 100)
+    ax.plot(radius * np.cos(circle), radius * np.sin(circle), color="0.85")
+    last = max(8, max(positions, default=0) + 1)
+    for m in positions:
+        x, y = turned(m)
+        ax.annotate("", (x, y), (0, 0), arrowprops=dict(arrowstyle="->", color=plt.cm.viridis(m / last)))
+        ax.text(1.1 * x, 1.1 * y, str(m), fontsize=8, ha="center", va="center")
+    title = f"pair {pair}: w = {w:.3g} rad per position"
+    if key_position is not None:
+        x, y = turned(key_position)
+        ax.annotate("", (x, y), (0, 0), arrowprops=dict(arrowstyle="->", color="tab:red", lw=2))
+        if len(positions) == 1:
+            offset = positions[0] - key_position
+            score = radius**2 * math.cos(offset * w)
+            title += (
+                f"\nquery at {positions[0]}, key (red) at {key_position}: angle {offset * w:.3g} rad, "
+                f"score {score:.3g}"
+            )
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.35 * radius, 1.35 * radius)
+    ax.set_ylim(-1.35 * radius, 1.35 * radius)
+    ax.set_title(title, fontsize=9)
     return fig

@@ -64,6 +64,7 @@ __all__ = [
     "ScheduleExplorer",
     "AttentionExplorer",
     "DecodingExplorer",
+    "RotaryPairExplorer",
 ]
 
 # The colour-scale choice of every heat-map widget: value -> the ``vmax`` that viz takes.
@@ -727,3 +728,29 @@ class DecodingExplorer(FigureWidget):
             colorbar=True,
             title=viz.plain(f"step {step}: wrote '{self.tokens[step - 1]}', so far '{written}'"),
         )
+
+
+class RotaryPairExplorer(FigureWidget):
+    """Slide a query's position and pick a pair: RoPE turns the pair by ``position * w_i``; the key (red) stays at
+    ``key_position``, and the title gives the pair's share of the score, which depends only on the offset.
+
+    On the static site: every pair, and 16 of the positions (evenly spaced, ends included).
+    """
+
+    DATA = ("vector", "theta", "key_position")
+
+    def __init__(self, vector: torch.Tensor, theta: float = 10000.0, max_position: int = 63, key_position: int = 0):
+        if vector.dim() != 1 or vector.numel() % 2:
+            raise ValueError(f"vector must be 1-D with an even width d_k, got shape {tuple(vector.shape)}")
+        self.vector, self.theta, self.key_position = vector.detach().float(), float(theta), key_position
+        super().__init__(
+            {
+                "position": w.IntSlider(value=3, min=0, max=max_position, description="query at"),
+                "pair": w.IntSlider(value=0, min=0, max=vector.numel() // 2 - 1, description="pair i"),
+            }
+        )
+
+    def draw(self) -> Figure:
+        position, pair = self.controls["position"].value, self.controls["pair"].value
+        self.state = {"position": position, "pair": pair}
+        return viz.plot_rotary_pair(self.vector, pair, [position], self.theta, key_position=self.key_position)
