@@ -155,3 +155,11 @@ def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
     test = TatoebaCorpus().test_pairs[:subset]
     bleu = translation.score_split(model, vocab, test)["bleu"]
     assert bleu == pytest.approx(metrics[f"greedy_bleu_first_{subset}"], abs=0.01)
+
+
+def test_bench_measures_training_tokens_per_second_of_both_cpu_recipes():
+    from transformer_lib import bench
+
+    rows = bench.training_throughput(torch.device("cpu"), steps=1, translation_pairs=200)
+    assert [row["task"] for row in rows] == ["date task (cpu_tiny)", "English-French (translation.CPU_RECIPE)"]
+    assert all(row["tokens_per_s"] > 0 and row["s_per_step"] > 0 for row in rows)
