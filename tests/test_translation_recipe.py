@@ -163,3 +163,9 @@ def test_bench_measures_training_tokens_per_second_of_both_cpu_recipes():
     rows = bench.training_throughput(torch.device("cpu"), steps=1, translation_pairs=200)
     assert [row["task"] for row in rows] == ["date task (cpu_tiny)", "English-French (translation.CPU_RECIPE)"]
     assert all(row["tokens_per_s"] > 0 and row["s_per_step"] > 0 for row in rows)
+
+
+def test_valid_bleu_reads_pairs_of_every_length_not_the_shortest():
+    pairs = [(f"s{i}", f"t{i}") for i in range(10)]
+    assert translation.spread(pairs, 5) == [pairs[i] for i in (0, 2, 4, 6, 8)]
+    assert translation.spread(pairs, 20) == pairs

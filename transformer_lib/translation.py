@@ -51,6 +51,7 @@ __all__ = [
     "corpus_bleu",
     "corpus_chrf",
     "score_split",
+    "spread",
     "evaluate",
     "save_shipped_model",
     "shipped_model_dir",
@@ -95,7 +96,7 @@ class TranslationRecipe:
     minutes: float
     eval_minutes: tuple[float, ...]
     max_len: int = 256  # positions the model has: the longest source, and the longest output, in tokens
-    valid_pairs: int = 1000  # how many valid pairs the periodic BLEU reads (all 1000 by default)
+    valid_pairs: int = 1000  # how many valid pairs the periodic BLEU reads, spread over all lengths (see spread)
     seed: int = 0
 
     def __post_init__(self):
@@ -139,7 +140,6 @@ CPU_RECIPE = TranslationRecipe(
     lr_factor=0.4,
     minutes=15.0,
     eval_minutes=(3.0, 6.0, 10.0, 15.0),
-    valid_pairs=500,
 )
 
 # For a GPU (``--device cuda``): the paper's base model and batches of 25,000 + 25,000 tokens, one hour.
@@ -147,7 +147,6 @@ CPU_RECIPE = TranslationRecipe(
 CUDA_RECIPE = CPU_RECIPE.replace(
     vocab_size=16000,
     lr_factor=1.0,
-    valid_pairs=1000,
     d_model=512,
     num_heads=8,
     d_ff=2048,
@@ -325,6 +324,14 @@ def _read_recipe(folder: Path) -> TranslationRecipe:
     return TranslationRecipe(**{**data, "eval_minutes": tuple(data["eval_minutes"])})
 
 
+def spread(pairs: Sequence[tuple[str, str]], n: int) -> list[tuple[str, str]]:
+    """``n`` pairs evenly spaced along ``pairs`` (all of them if there are no more than ``n``). The corpus keeps
+    its pairs sorted by English length, so the *first* ``n`` would be the shortest and score too high."""
+    if len(pairs) <= n:
+        return list(pairs)
+    return [pairs[i * len(pairs) // n] for i in range(n)]
+
+
 def _pairs_that_fit(pairs: Sequence[tuple[str, str]], vocab: SubwordVocab, max_len: int) -> list[tuple[str, str]]:
     """The pairs whose source and target (+ ``<bos>``) fit the model's ``max_len`` positions; says how many not."""
     src = vocab.encode_batch([s for s, _ in pairs])
@@ -352,7 +359,7 @@ def train(
     ``training_log.json`` (training seconds, process CPU seconds, the valid-BLEU curve). A folder that has them
     resumes: same vocabulary, same batches (:class:`LengthBatches` is indexed by step), the step count and the
     schedule go on; a different recipe for an existing folder is refused. At each of ``recipe.eval_minutes``
-    of training (checked after every step), greedy BLEU on the first ``recipe.valid_pairs`` valid pairs is
+    of training (checked after every step), greedy BLEU on ``recipe.valid_pairs`` valid pairs (:func:`spread`) is
     logged and the weights are kept as ``weights_<m>min.pt``. Time spent evaluating is not training time; both
     are logged.
     """
@@ -384,7 +391,7 @@ def train(
     log["threads"] = torch.get_num_threads()
     pairs = _pairs_that_fit(corpus.train_pairs, vocab, recipe.max_len)
     batches = LengthBatches(pairs, vocab, recipe.max_tokens, recipe.seed)
-    valid = corpus.valid_pairs[: recipe.valid_pairs]
+    valid = spread(corpus.valid_pairs, recipe.valid_pairs)
     budget = recipe.minutes * 60
     marks = [m for m in recipe.eval_minutes if m * 60 > log["train_seconds"] and m <= recipe.minutes]
     bar = tqdm(
