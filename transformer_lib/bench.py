@@ -326,6 +326,55 @@ def recipe_check(seed: int = 0) -> dict[str, float]:
     }
 
 
+def training_throughput(device: torch.device, steps: int = 5, translation_pairs: int = 8000) -> list[dict]:
+    """Training tokens per second (real source + target tokens, padding not counted) of the course's two CPU
+    recipes: the date task (``train.CPU_RECIPE``, ``cpu_tiny``, 64 pairs a batch) and English-French translation
+    (``translation.CPU_RECIPE``, batches by length within its token budget, on every 20th training pair up to
+    ``translation_pairs``; the shipped tokenizer if there is one). One step warms up, then ``steps`` are timed."""
+    from .length_batching import LengthBatches
+    from .subwords import SubwordVocab
+    from .train import LabelSmoothingLoss, Trainer, adam_with_warmup
+    from .translation import CPU_RECIPE as TRANSLATION_RECIPE
+    from .translation import TOKENIZER_FILE, build_vocab, model_config, shipped_model_dir
+    from .translation_corpus import TatoebaCorpus
+
+    date = DateTask(seed=0)
+    pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]
+    tokenizer = shipped_model_dir() / TOKENIZER_FILE
+    vocab = SubwordVocab.load(tokenizer) if tokenizer.is_file() else build_vocab(pairs, TRANSLATION_RECIPE.vocab_size)
+    date_config = TransformerConfig.cpu_tiny(len(date.vocab)).replace(label_smoothing=CPU_RECIPE.eps_ls)
+    cases = [
+        (
+            "date task (cpu_tiny)",
+            date_config,
+            lambda step: date.train_batch(step, CPU_RECIPE.batch_size),
+            f"{CPU_RECIPE.batch_size} pairs",
+        ),
+        (
+            "English-French (translation.CPU_RECIPE)",
+            model_config(TRANSLATION_RECIPE, len(vocab), vocab.pad_id),
+            LengthBatches(pairs, vocab, TRANSLATION_RECIPE.max_tokens),
+            f"<= {TRANSLATION_RECIPE.max_tokens} tokens",
+        ),
+    ]
+    rows = []
+    for name, config, get_batch, batch in cases:
+        seed_everything(0)
+        model = Transformer(config)
+        optimizer, scheduler = adam_with_warmup(model, 1e-3, 1, steps + 2)
+        trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(config.label_smoothing), device=device)
+        trainer.fit(get_batch, 1, progress=False)  # warm-up step: allocations, kernel choice
+        tokens = sum(
+            int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum()) for b in map(get_batch, range(1, steps + 1))
+        )
+        started = time.perf_counter()
+        trainer.fit(get_batch, steps + 1, progress=False)
+        _sync(device)
+        seconds = time.perf_counter() - started
+        rows.append({"task": name, "batch": batch, "tokens_per_s": tokens / seconds, "s_per_step": seconds / steps})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
@@ -400,6 +449,21 @@ def main(argv: list[str] | None = None) -> None:
             ("kv_heads", "h_kv", "d"),
             ("cache_bytes_per_token", "cache bytes/token", ",d"),
             ("ms_per_token", "ms/token", ".2f"),
+        ],
+    )
+
+    print(
+        f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} "
+        "(source + target tokens per second, "
+        "padding not counted; a few steps, so a rough figure)"
+    )
+    _print_table(
+        training_throughput(device=device),
+        [
+            ("task", "task", "s"),
+            ("batch", "batch", "s"),
+            ("tokens_per_s", "tokens/s", ".0f"),
+            ("s_per_step", "s/step", ".3f"),
         ],
     )
 

@@ -1,0 +1,171 @@
+"""The translation recipe (``python -m transformer_lib.translation``): training end to end on a few hundred pairs,
+checkpoints and resuming, ``translate`` on good and bad input, the scores, and the shipped model."""
+
+import copy
+import json
+
+import pytest
+import sacrebleu
+import torch
+
+from transformer_lib import translation
+from transformer_lib.translation_corpus import TatoebaCorpus
+
+pytest.importorskip("tokenizers")
+
+RECIPE = translation.TINY_RECIPE.replace(minutes=0.03, eval_minutes=(0.01,))
+
+
+@pytest.fixture(scope="module")
+def corpus() -> TatoebaCorpus:
+    """About 400 training pairs spread over every length (the shipped order is by length), 20 valid, 20 test."""
+    small = copy.copy(TatoebaCorpus())
+    small.train_pairs = small.train_pairs[::400]
+    small.valid_pairs, small.test_pairs = small.valid_pairs[:20], small.test_pairs[:20]
+    return small
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, corpus):
+    """A folder trained for a couple of seconds, and its trainer."""
+    folder = tmp_path_factory.mktemp("run")
+    trainer = translation.train(folder, RECIPE, corpus=corpus, progress=False, checkpoint_seconds=0.5)
+    return folder, trainer
+
+
+SENTENCES = ["I am happy.", "Where is the station?", "Tom likes cats."]
+
+
+def test_train_writes_a_resumable_run_with_its_vocabulary_and_valid_curve(run):
+    folder, trainer = run
+    for name in ("tokenizer.json", "recipe.json", "checkpoint.pt", "training_log.json", "weights_0.01min.pt"):
+        assert (folder / name).is_file(), name
+    log = json.loads((folder / "training_log.json").read_text())
+    assert trainer.step > 0 and log["train_seconds"] >= RECIPE.minutes * 60
+    assert [point["minutes"] for point in log["curve"]] == [0.01]
+    assert 0 <= log["curve"][0]["valid_bleu"] <= 100 and log["curve"][0]["step"] <= trainer.step
+    assert trainer.history.loss[-1] < trainer.history.loss[0]  # it learned something
+    assert json.loads((folder / "recipe.json").read_text())["d_model"] == RECIPE.d_model
+
+
+def test_checkpoint_loads_back_to_the_same_translations(run):
+    folder, trainer = run
+    model, vocab = translation.load_translator(folder)
+    assert translation.translate(model, vocab, SENTENCES) == translation.translate(trainer.model, vocab, SENTENCES)
+    assert translation.translate(model, vocab, SENTENCES, beam_width=3) == translation.translate(
+        trainer.model, vocab, SENTENCES, beam_width=3
+    )
+
+
+def test_resume_continues_the_step_count_and_refuses_another_recipe(tmp_path, corpus, run):
+    folder, _ = run
+    resumed_folder = tmp_path / "resumed"
+    resumed_folder.mkdir()
+    for name in ("tokenizer.json", "recipe.json", "checkpoint.pt", "training_log.json"):
+        (resumed_folder / name).write_bytes((folder / name).read_bytes())
+    before = torch.load(folder / "checkpoint.pt", weights_only=True)["step"]
+    trainer = translation.train(resumed_folder, RECIPE.replace(minutes=0.05), corpus=corpus, progress=False)
+    assert trainer.step > before
+    assert trainer.history.loss[:before] == torch.load(folder / "checkpoint.pt", weights_only=True)["history"]["loss"]
+    with pytest.raises(ValueError, match="another recipe"):
+        translation.train(resumed_folder, RECIPE.replace(d_model=64), corpus=corpus, progress=False)
+
+
+def test_translate_detokenises_and_keeps_the_order(run):
+    folder, _ = run
+    model, vocab = translation.load_translator(folder)
+    one_by_one = [translation.translate(model, vocab, [s])[0] for s in SENTENCES]
+    assert translation.translate(model, vocab, SENTENCES, batch_size=2) == one_by_one
+    for text in one_by_one:  # plain text: no byte-level markers, no special tokens
+        assert isinstance(text, str) and "Ġ" not in text and "<eos>" not in text and "<pad>" not in text
+
+
+def test_translate_bad_input_gives_a_result_or_a_clear_error(run):
+    folder, _ = run
+    model, vocab = translation.load_translator(folder)
+    out = translation.translate(model, vocab, ["", "   ", "Ωμέγα ☃ 日本語", "Tom a dit «привет» 🙂", "I am."])
+    assert out[0] == "" and out[1] == ""  # nothing to translate: no model call, no error
+    assert all(isinstance(text, str) for text in out)
+    with pytest.raises(ValueError, match=r"sentence 1 is \d+ tokens long; this model reads at most max_len=128"):
+        translation.translate(model, vocab, ["Hi.", "word " * 200])
+    with pytest.raises(TypeError, match="got one str; wrap it"):
+        translation.translate(model, vocab, "I am happy.")
+    with pytest.raises(TypeError, match="got an element None"):
+        translation.translate(model, vocab, ["I am happy.", None])
+    with pytest.raises(ValueError, match="beam_width must be"):
+        translation.translate(model, vocab, ["I am happy."], beam_width=0)
+
+
+def test_command_line_translates_and_reports_bad_input_in_one_line(run, capsys):
+    folder, _ = run
+    assert translation.main(["translate", "--folder", str(folder), "--beam", "0", "I am happy.", ""]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[1] == ""
+    assert translation.main(["translate", "--folder", str(folder), "word " * 200]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: sentence 0 is") and "Traceback" not in err
+    assert translation.main(["translate", "--folder", str(folder / "nowhere"), "Hi."]) == 2
+    assert "is not a translation model folder" in capsys.readouterr().err
+
+
+def test_bleu_and_chrf_helpers_are_sacrebleus_corpus_scores():
+    hypotheses = ["Le chat est sur le tapis.", "Je suis content !", "Il pleut."]
+    references = ["Le chat est sur le tapis.", "Je suis heureux.", "Il pleut beaucoup."]
+    assert translation.corpus_bleu(hypotheses, references) == sacrebleu.corpus_bleu(hypotheses, [references]).score
+    assert translation.corpus_chrf(hypotheses, references) == sacrebleu.corpus_chrf(hypotheses, [references]).score
+    assert translation.corpus_bleu(references, references) == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="one reference per hypothesis, got 2 and 3"):
+        translation.corpus_bleu(hypotheses[:2], references)
+    with pytest.raises(TypeError, match="list of str"):
+        translation.corpus_bleu("Il pleut.", "Il pleut.")
+
+
+def test_evaluate_scores_greedy_beam_and_the_copy_baseline(tmp_path, run, corpus):
+    folder, _ = run
+    shipped = translation.save_shipped_model(folder, tmp_path / "shipped")
+    assert (shipped / "weights.pt").stat().st_size < (folder / "checkpoint.pt").stat().st_size
+    results = translation.evaluate(shipped, corpus=corpus, subset=10)
+    sources, references = [s for s, _ in corpus.test_pairs], [t for _, t in corpus.test_pairs]
+    assert results["copy_source"]["bleu"] == round(translation.corpus_bleu(sources, references), 2)
+    assert results["copy_source"]["chrf"] == round(translation.corpus_chrf(sources, references), 2)
+    for name in ("greedy", "beam4"):
+        assert 0 <= results[name]["bleu"] <= 100 and 0 <= results[name]["chrf"] <= 100
+    assert json.loads((shipped / "metrics.json").read_text()) == results
+
+
+def test_recipes_are_checked_when_made():
+    with pytest.raises(ValueError, match="d_model=130 must be divisible by num_heads=4"):
+        translation.CPU_RECIPE.replace(d_model=130)
+    with pytest.raises(ValueError, match="minutes must be a number > 0"):
+        translation.CPU_RECIPE.replace(minutes=0)
+    assert translation.CUDA_RECIPE.d_model == 512 and translation.CUDA_RECIPE.num_layers == 6
+
+
+# -- the shipped model ---------------------------------------------------------------------------------------------
+
+
+def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
+    folder = translation.shipped_model_dir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    model, vocab = translation.load_translator(folder)
+    assert (folder / "weights.pt").stat().st_size < 5_000_000
+    out = translation.translate(model, vocab, ["I am hungry.", "Where is the station?", "Thank you very much."])
+    assert all(text and text[-1] in ".?!" for text in out), out
+    subset = metrics["subset"]
+    test = TatoebaCorpus().test_pairs[:subset]
+    bleu = translation.score_split(model, vocab, test)["bleu"]
+    assert bleu == pytest.approx(metrics[f"greedy_bleu_first_{subset}"], abs=0.01)
+
+
+def test_bench_measures_training_tokens_per_second_of_both_cpu_recipes():
+    from transformer_lib import bench
+
+    rows = bench.training_throughput(torch.device("cpu"), steps=1, translation_pairs=200)
+    assert [row["task"] for row in rows] == ["date task (cpu_tiny)", "English-French (translation.CPU_RECIPE)"]
+    assert all(row["tokens_per_s"] > 0 and row["s_per_step"] > 0 for row in rows)
+
+
+def test_valid_bleu_reads_pairs_of_every_length_not_the_shortest():
+    pairs = [(f"s{i}", f"t{i}") for i in range(10)]
+    assert translation.spread(pairs, 5) == [pairs[i] for i in (0, 2, 4, 6, 8)]
+    assert translation.spread(pairs, 20) == pairs
