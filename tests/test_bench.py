@@ -54,8 +54,13 @@ def test_main_prints_both_tables(capsys, monkeypatch):
         "grouped_query_decoding",
         lambda **kw: grouped(new_tokens=2, batch=1, config=tiny_llama_config(), device=kw["device"], repeats=1),
     )
+    throughput = bench.training_throughput
+    monkeypatch.setattr(
+        bench, "training_throughput", lambda **kw: throughput(device=kw["device"], steps=1, translation_pairs=200)
+    )
     bench.main(["--device", "cpu", "--repeats", "1"])
     out = capsys.readouterr().out
+    assert "Training throughput" in out
     assert "Grouped-query attention" in out and "multi-query" in out and "cache bytes/token" in out
     assert "nn.MultiheadAttention(need_weights=False)" in out and "Growth with T" in out and "Peak memory" in out
     assert "Beam search" in out and "one source at a time" in out and "sentences/s" in out
