@@ -51,9 +51,10 @@ def test_the_notebook_covers_every_classic_bug():
 
 
 def test_the_registry_is_the_one_source_of_the_public_checks_and_their_entries():
-    """Every public check comes from an entry file and has an explicit signature and a docstring; every entry
-    belongs to a public check, under one (check, variant) key; every exercise names a public check, with options
-    that check takes, in the entry file of its own notebook."""
+    """Every public check comes from an entry file and has an explicit signature and a docstring;
+    every entry belongs to a public check, under one (check, variant) key; every exercise names a
+    public check, with options that check takes; exercises and questions sit in their notebook's
+    entry file, one per number."""
     import inspect
 
     from transformer_lib.checks import registry
@@ -69,9 +70,12 @@ def test_the_registry_is_the_one_source_of_the_public_checks_and_their_entries()
     assert all(key == (entry.check, entry.variant) for key, entry in registry.entries().items())
     numbers = [(exercise.notebook, exercise.number) for exercise in registry.exercises()]
     assert len(numbers) == len(set(numbers)) and numbers == sorted(numbers, key=lambda n: (n[0], int(n[1])))
+    asked = [(question.notebook, question.number) for question in registry.questions()]
+    assert len(asked) == len(set(asked)) and not set(asked) & set(numbers)
     for module in registry.entry_files():
+        for item in [*module.EXERCISES, *getattr(module, "QUESTIONS", ())]:
+            assert module.__name__.split(".")[-1][2:4] == item.notebook, item
         for exercise in module.EXERCISES:
-            assert module.__name__.split(".")[-1][2:4] == exercise.notebook, exercise
             assert set(exercise.options) <= set(inspect.signature(public[exercise.check]).parameters), exercise
 
 

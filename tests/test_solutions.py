@@ -48,14 +48,42 @@ def test_a_typical_wrong_answer_gets_a_specific_hint(exercise):
     assert not result and words in result.message, result.message
 
 
-def test_every_think_question_has_a_model_answer_and_every_solution_is_documented():
+def test_every_solution_is_documented_and_has_a_wrong_answer():
     for name, module in solutions.modules().items():
-        assert set(module.WRONG_ANSWERS) == {e.name for e in solutions.EXERCISES if e.notebook == name[2:4]}, name
-        for number in solutions.THINK.get(name[2:4], []):
-            assert len(module.ANSWERS.get(number, "")) > 200, f"{name}: no model answer for exercise {number}"
+        exercises = {e.name for e in solutions.EXERCISES if e.notebook == name[2:4]}
+        assert set(module.WRONG_ANSWERS) == exercises, name
     for exercise in solutions.EXERCISES:
         solution = solutions.solution(exercise.notebook, exercise.name)
         assert inspect.getdoc(solution), f"{exercise.notebook} {exercise.name} has no docstring"
+
+
+def test_every_question_of_the_registry_is_asked_in_its_notebook_and_has_a_model_answer():
+    """The registry's questions, the solutions' ``ANSWERS`` and the notebooks name the same
+    Think/Experiment questions; every marked question (``**N.** (Think)``) is registered."""
+    import re
+
+    import nbformat
+
+    from solutions import build_notebooks
+
+    for name, module in solutions.modules().items():
+        asked = {q.number: q.asked for q in solutions.QUESTIONS if q.notebook == name[2:4]}
+        assert set(module.ANSWERS) == set(asked), f"{name}: ANSWERS and the registry's questions"
+        for number, answer in module.ANSWERS.items():
+            assert len(answer) > 200, f"{name}: a short model answer to {number} ({asked[number]})"
+    root = pathlib.Path(__file__).parent.parent
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        asked = {q.number for q in solutions.QUESTIONS if q.notebook == path.name[:2]}
+        for number in asked:
+            assert build_notebooks.question_cell(notebook, number) is not None, (path.name, number)
+        marked = {
+            number
+            for cell in notebook.cells
+            if cell.cell_type == "markdown"
+            for number in re.findall(r"\*\*(\d+)\.\*\* \((?:Think|Experiment)\)", cell.source)
+        }
+        assert marked <= asked, f"{path.name}: questions {marked - asked} are not in the registry"
 
 
 def test_make_solutions_swaps_a_notebook_stub_for_the_solution_of_the_same_name():

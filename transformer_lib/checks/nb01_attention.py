@@ -17,7 +17,7 @@ from .. import causal_mask, scaled_dot_product_attention
 from . import inputs as draw
 from . import variants
 from .engine import Case, CheckResult, Entry, Failure, Mistake, judge, knob_mistakes, output_and_weights
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_attention", "check_causal_mask"]
 
@@ -125,3 +125,5 @@ EXERCISES = [
     Exercise("01", "1", "my_attention", "scaled dot-product attention with an optional mask", "check_attention"),
     Exercise("01", "2", "my_causal_mask", "the causal mask, (T, T) bool", "check_causal_mask"),
 ]
+
+QUESTIONS = [Question("01", "3", "why another token's key can tie with a token's own")]

@@ -18,7 +18,7 @@ from . import inputs as draw
 from . import references, variants
 from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes, output_and_weights
 from .nb01_attention import ATTENTION_BUGS
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_split_heads", "check_combine_heads", "check_multi_head_attention"]
 
@@ -118,3 +118,5 @@ EXERCISES = [
     Exercise("02", "3", "MyMultiHeadAttention", "the multi-head module, w_q, w_k, w_v, w_o (bias optional)",
              "check_multi_head_attention"),
 ]
+
+QUESTIONS = [Question("02", "4", "why multi-head attention ends with W_O")]

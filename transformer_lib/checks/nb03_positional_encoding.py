@@ -16,7 +16,7 @@ from .. import sinusoidal_encoding
 from . import inputs as draw
 from . import references
 from .engine import CheckResult, Entry, Mistake, judge
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_positional_encoding"]
 
@@ -68,3 +68,5 @@ EXERCISES = [
     Exercise("03", "2", "MyPositionalEncoding", "the module that stores the table as a buffer and adds it",
              "check_positional_encoding"),
 ]
+
+QUESTIONS = [Question("03", "3", "what learned and sinusoidal positions give an unseen position")]

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from . import inputs as draw
 from . import references, variants
 from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_layer_norm", "check_feed_forward", "check_encoder_layer"]
 
@@ -129,3 +129,5 @@ EXERCISES = [
     Exercise("04", "2", "MyFeedForward", "the position-wise feed-forward network", "check_feed_forward"),
     Exercise("04", "3", "MyEncoderLayer", "an encoder layer, post-LN or pre-LN", "check_encoder_layer"),
 ]
+
+QUESTIONS = [Question("04", "4", "what attention alone, without feed-forwards, cannot compute")]

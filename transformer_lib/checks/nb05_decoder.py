@@ -13,7 +13,7 @@ from . import inputs as draw
 from . import references, variants
 from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes, output_and_weights
 from .nb04_encoder import LAYER_BUGS
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_decoder_layer", "check_cross_attention"]
 
@@ -93,3 +93,5 @@ EXERCISES = [
     Exercise("05", "2", "my_cross_attention", "cross-attention: which tensor is the query, which mask goes where",
              "check_cross_attention"),
 ]
+
+QUESTIONS = [Question("05", "3", "why unmasked cross-attention lets no later target token in")]

@@ -9,7 +9,7 @@ from .. import noam_lr, smoothed_targets
 from . import inputs as draw
 from . import variants
 from .engine import CheckResult, Entry, Mistake, judge, one_number
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_label_smoothing", "check_noam_lr"]
 
@@ -64,3 +64,5 @@ EXERCISES = [
     Exercise("06", "1", "my_smoothed_targets", "label-smoothed target distributions", "check_label_smoothing"),
     Exercise("06", "2", "my_noam_lr", "the paper's learning-rate schedule", "check_noam_lr"),
 ]
+
+QUESTIONS = [Question("06", "3", "experiment: the paper's schedule instead of the recipe's")]

@@ -11,7 +11,7 @@ from functools import partial
 
 from . import inputs as draw
 from .engine import CheckResult, Entry, Mistake, judge
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_temperature_softmax"]
 
@@ -51,3 +51,5 @@ EXERCISES = [
     Exercise("07", "2", "my_cached_causal_mask", "the causal mask for cached decoding", "check_causal_mask",
              {"with_cache": True}),
 ]
+
+QUESTIONS = [Question("07", "3", "experiment: beam search with length penalties 0 and 2")]

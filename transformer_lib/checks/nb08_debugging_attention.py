@@ -15,7 +15,7 @@ from torch import nn
 
 from . import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_causal_decoder", "check_shifted_targets"]
 
@@ -118,3 +118,5 @@ EXERCISES = [
     Exercise("08", "1", "my_causal_mask", "a causal mask: three slips predicted, then the fix", "check_causal_mask"),
     Exercise("08", "2", "my_split_heads", "split_heads: three candidates, decide which is right", "check_split_heads"),
 ]
+
+QUESTIONS = [Question("08", "3", "a bug the checks miss, and a property test that catches it")]

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from . import inputs as draw
 from . import variants
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_shard_loss"]
 
@@ -62,3 +62,5 @@ def check_shard_loss(shard_loss: Callable) -> CheckResult:
 EXERCISES = [
     Exercise("09", "1", "my_shard_loss", "the loss one data-parallel process backpropagates", "check_shard_loss"),
 ]
+
+QUESTIONS = [Question("09", "2", "the work no attention kernel avoids")]

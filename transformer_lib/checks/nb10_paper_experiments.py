@@ -12,7 +12,7 @@ from functools import partial
 
 from . import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, judge
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_table3_row"]
 
@@ -57,3 +57,5 @@ EXERCISES = [
     Exercise("10", "1", "my_table3_row", "a Table 3 row of your own and a prediction of its result",
              "check_table3_row"),
 ]
+
+QUESTIONS = [Question("10", "2", "an experiment that tests the hypothesis about dropout")]

@@ -26,7 +26,7 @@ from ..lm import expected_masking_shares, masking_shares
 from . import inputs as draw
 from . import variants
 from .engine import Case, CheckResult, Entry, Failure, Mistake, _call, describe, judge, one_number
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = [
     "check_next_token_loss", "check_generate", "check_mask_tokens", "check_gpt_block", "check_lm_parameter_count",
@@ -535,3 +535,5 @@ EXERCISES = [
              "check_generate"),
     Exercise("11", "3", "my_mask_tokens", "BERT's 80/10/10 masking recipe", "check_mask_tokens"),
 ]
+
+QUESTIONS = [Question("11", "4", "why a masked language model is awkward for writing text")]

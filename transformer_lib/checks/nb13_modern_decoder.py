@@ -19,7 +19,7 @@ from torch import nn
 from .. import LMConfig, PositionwiseFeedForward, RMSNorm, causal_mask, kv_cache_bytes_per_token
 from .engine import Case, CheckResult, Entry, Failure, Mistake, _differs, judge, one_number
 from .references import copy_weights
-from .registry import Exercise
+from .registry import Exercise, Question
 
 __all__ = ["check_rms_norm", "check_rotary_attention", "check_swiglu", "check_repeat_kv", "check_kv_heads_for_budget"]
 
@@ -377,3 +377,5 @@ EXERCISES = [
     Exercise("13", "5", "my_kv_heads_for_budget", "choose the key/value heads for a KV-cache budget",
              "check_kv_heads_for_budget"),
 ]
+
+QUESTIONS = [Question("13", "6", "which runs separate the switches of the modern block")]

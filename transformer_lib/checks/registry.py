@@ -1,11 +1,10 @@
 """The registry of the exercises: which notebook asks what, and which check grades it.
 
-Each notebook with exercises has one file in this package, ``nbNN_<name>.py``, that holds the entries of the checks
-the notebook introduces, those checks' public functions (its ``__all__``), and ``EXERCISES``: one
-:class:`Exercise` per exercise the notebook asks. This module collects the files, in notebook order, and is the
-one source that everything else reads: ``solutions/`` (which reference solution replaces which stub), the
-README's table for teachers (written by ``python -m solutions.exercise_table``, compared by a test) and the
-static site's index (``tools/make_site.py``). Nothing parses a notebook or the README to learn the exercises.
+Each notebook with exercises has one file here, ``nbNN_<name>.py``: the entries of the checks the
+notebook introduces, those checks' public functions (its ``__all__``), ``EXERCISES`` (one
+:class:`Exercise` per checked exercise) and ``QUESTIONS`` (a :class:`Question` per Think/Experiment
+question; may be left out). This module collects the files in notebook order: the one source that
+``solutions/``, the README's table for teachers and the site's index (``tools/make_site.py``) read.
 """
 
 import importlib
@@ -19,7 +18,7 @@ from types import ModuleType
 
 from .engine import CheckResult, Entry
 
-__all__ = ["Exercise", "entry_files", "exercises", "entries", "checks"]
+__all__ = ["Exercise", "Question", "entry_files", "exercises", "questions", "entries", "checks"]
 
 _ENTRY_FILE = re.compile(r"nb\d\d_\w+")  # nb01_attention: the notebook's number and name
 
@@ -48,6 +47,16 @@ class Exercise:
         return checks()[self.check](code, **self.options)
 
 
+@dataclass(frozen=True)
+class Question:
+    """A Think/Experiment question of notebook ``NN``, graded by no check; ``ANSWERS[number]`` in
+    its solutions file is the model answer that ``make solutions`` places after it."""
+
+    notebook: str  # "01"
+    number: str  # "3": as the notebook numbers it
+    asked: str  # in a few words: "why another token's key can tie with a token's own"
+
+
 @cache
 def entry_files() -> tuple[ModuleType, ...]:
     """The ``nbNN_<name>`` modules of this package, imported, in notebook order."""
@@ -59,6 +68,12 @@ def entry_files() -> tuple[ModuleType, ...]:
 def exercises() -> tuple[Exercise, ...]:
     """Every notebook's exercises, in notebook order, then in the order the notebook asks them."""
     return tuple(exercise for module in entry_files() for exercise in module.EXERCISES)
+
+
+@cache
+def questions() -> tuple[Question, ...]:
+    """Every notebook's Think/Experiment questions, in notebook order."""
+    return tuple(q for module in entry_files() for q in getattr(module, "QUESTIONS", ()))
 
 
 @cache
