@@ -1,17 +1,20 @@
-"""Attention masks: padding and causal (the check, ``check_mask``, lives in ``_arguments`` and is re-exported).
+"""Attention masks: padding and causal (the check, ``check_mask``, lives in ``_arguments`` and is
+re-exported).
 
-Convention (used everywhere in the course): a mask is a **boolean** tensor where **True means "may attend"**,
-with **one dimension per axis of the attention scores** ``(B, h, T_q, T_k)``, each of that size or 1:
+Convention (used everywhere in the course): a mask is a **boolean** tensor where **True means "may
+attend"**, with **one dimension per axis of the attention scores** ``(B, h, T_q, T_k)``, each of
+that size or 1:
 
 - a padding mask is ``(B, 1, 1, T_k)``: key position ``j`` of sequence ``b`` is a real token;
-- a causal mask is ``(1, 1, T_q, T_k)``: query ``i`` may look at keys ``j <= i`` (and at the whole past,
-  when decoding step by step with a cache);
+- a causal mask is ``(1, 1, T_q, T_k)``: query ``i`` may look at keys ``j <= i`` (and at the whole
+  past, when decoding step by step with a cache);
 - combine them with ``&``.
 
-Why the rank must match: broadcasting aligns the *last* dimensions, so a 2-D padding mask ``(B, T_k)`` would
-be read as ``(T_q, T_k)`` whenever ``B == T_q``, silently masking the wrong keys. With one dimension per axis
-there is no such reading; a mask of another rank raises. (For attention on 3-D tensors ``(B, T, d)`` the scores
-are ``(B, T_q, T_k)`` and the mask is 3-D, e.g. ``padding_mask(tokens, pad_id)[:, 0]``.)
+Why the rank must match: broadcasting aligns the *last* dimensions, so a 2-D padding mask ``(B,
+T_k)`` would be read as ``(T_q, T_k)`` whenever ``B == T_q``, silently masking the wrong keys. With
+one dimension per axis there is no such reading; a mask of another rank raises. (For attention on
+3-D tensors ``(B, T, d)`` the scores are ``(B, T_q, T_k)`` and the mask is 3-D, e.g.
+``padding_mask(tokens, pad_id)[:, 0]``.)
 """
 
 import torch
@@ -28,7 +31,9 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, T)
 
 
-def causal_mask(size_q: int, size_k: int | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(
+    size_q: int, size_k: int | None = None, device: torch.device | str | None = None
+) -> torch.Tensor:
     """``(1, 1, T_q, T_k)`` bool mask, True on and below the diagonal: no query sees a later key.
 
     With ``T_k > T_q`` the queries are the *last* ``T_q`` positions of a sequence of length ``T_k``

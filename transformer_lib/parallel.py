@@ -1,14 +1,15 @@
-"""Data-parallel training with ``torch.distributed``: the same model in every process, a different shard of
-the batch in each, and gradients averaged across processes after every backward pass.
+"""Data-parallel training with ``torch.distributed``: the same model in every process, a different
+shard of the batch in each, and gradients averaged across processes after every backward pass.
 
 Run it with two CPU processes (gloo backend):
 
     torchrun --standalone --nproc_per_node 2 -m transformer_lib.parallel
 
-Each process computes the gradient of its shard; ``DistributedDataParallel`` all-reduces them into their
-mean. When every shard holds the same number of target tokens, that mean is exactly the gradient of one big
-batch, which :func:`compare_with_big_batch` checks; :func:`train_data_parallel` then trains for several steps
-and shows the loss going down while every process keeps identical weights.
+Each process computes the gradient of its shard; ``DistributedDataParallel`` all-reduces them into
+their mean. When every shard holds the same number of target tokens, that mean is exactly the
+gradient of one big batch, which :func:`compare_with_big_batch` checks; :func:`train_data_parallel`
+then trains for several steps and shows the loss going down while every process keeps identical
+weights.
 """
 
 import os
@@ -42,10 +43,12 @@ def _fresh_model(task: CopyTask) -> Transformer:
 
 
 def compare_with_big_batch(rank: int, world_size: int, batch_size: int = 8) -> float:
-    """In process ``rank`` of ``world_size`` (a process group must be initialised): the largest difference
-    between the DDP-averaged gradient and the gradient of the whole batch computed in this one process."""
+    """In process ``rank`` of ``world_size`` (a process group must be initialised): the largest
+    difference between the DDP-averaged gradient and the gradient of the whole batch computed in
+    this one process."""
     task = _equal_length_task()
-    pairs = task.train_pairs(step=0, batch_size=batch_size * world_size)  # the same global batch everywhere
+    # the same global batch everywhere
+    pairs = task.train_pairs(step=0, batch_size=batch_size * world_size)
     loss_fn = LabelSmoothingLoss(0.1)
 
     model = _fresh_model(task)
@@ -55,26 +58,31 @@ def compare_with_big_batch(rank: int, world_size: int, batch_size: int = 8) -> f
     model.zero_grad(set_to_none=True)
 
     ddp_model = DistributedDataParallel(model)
-    shard = make_batch(pairs[rank * batch_size : (rank + 1) * batch_size], task.vocab)  # this process's part
+    # this process's part
+    shard = make_batch(pairs[rank * batch_size : (rank + 1) * batch_size], task.vocab)
     loss_fn(ddp_model(shard.src, shard.tgt_in), shard.tgt_out).backward()  # all-reduce happens here
     averaged = _gradients(model)
-    return max((a - b).abs().max().item() for a, b in zip(averaged, big_batch_gradients, strict=True))
+    return max(
+        (a - b).abs().max().item() for a, b in zip(averaged, big_batch_gradients, strict=True)
+    )
 
 
 def train_data_parallel(
     rank: int, world_size: int, steps: int = 40, batch_size: int = 16, lr: float = 3e-3
 ) -> tuple[list[float], float]:
-    """Train the copy task with DDP for ``steps`` steps; process ``rank`` takes its ``batch_size`` pairs of every
-    global batch of ``batch_size * world_size``. Returns the loss of the whole global batch at each step (the
-    processes' losses averaged with an all-reduce; equal shards make that the big batch's mean) and, after
-    training, the largest difference between this process's weights and any other process's."""
+    """Train the copy task with DDP for ``steps`` steps; process ``rank`` takes its ``batch_size``
+    pairs of every global batch of ``batch_size * world_size``. Returns the loss of the whole global
+    batch at each step (the processes' losses averaged with an all-reduce; equal shards make that
+    the big batch's mean) and, after training, the largest difference between this process's weights
+    and any other process's."""
     task = _equal_length_task()
     ddp_model = DistributedDataParallel(_fresh_model(task))
     optimizer = torch.optim.Adam(ddp_model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     loss_fn = LabelSmoothingLoss(0.0)
     losses = []
     for step in range(steps):
-        pairs = task.train_pairs(step, batch_size * world_size)  # the same global batch in every process
+        # the same global batch in every process
+        pairs = task.train_pairs(step, batch_size * world_size)
         shard = make_batch(pairs[rank * batch_size : (rank + 1) * batch_size], task.vocab)
         loss = loss_fn(ddp_model(shard.src, shard.tgt_in), shard.tgt_out)
         optimizer.zero_grad(set_to_none=True)
@@ -91,8 +99,8 @@ def train_data_parallel(
 
 
 def main() -> None:
-    """Entry point for ``torchrun``: compare gradients, then train; print from rank 0; fail unless the
-    gradients agree, the replicas stay identical and the loss went down."""
+    """Entry point for ``torchrun``: compare gradients, then train; print from rank 0; fail unless
+    the gradients agree, the replicas stay identical and the loss went down."""
     dist.init_process_group("gloo")
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)  # one core per process
@@ -110,9 +118,10 @@ def main() -> None:
     dist.barrier()  # nobody tears the group down while another process still talks to it
     dist.destroy_process_group()
     failed = worst.item() >= 1e-6 or replica_gap > 1e-6 or not losses[-1] < losses[0] / 2
-    # Leave without the interpreter's own teardown: there, gloo's worker threads can still be destroyed and abort
-    # the process ("terminate called without an active exception", SIGABRT) in about one run in five on our CI
-    # machine (torch 2.13), after all the work is done. See pytorch/pytorch#179291 for the cause.
+    # Leave without the interpreter's own teardown: there, gloo's worker threads can still be
+    # destroyed and abort the process ("terminate called without an active exception", SIGABRT) in
+    # about one run in five on our CI machine (torch 2.13), after all the work is done. See
+    # pytorch/pytorch#179291 for the cause.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1 if failed else 0)

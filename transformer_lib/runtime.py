@@ -31,9 +31,9 @@ def seed_everything(seed: int = 0) -> int:
 def pick_device(prefer: str | None = None) -> torch.device:
     """The best device here: ``cuda``, then Apple's ``mps``, then ``cpu``.
 
-    ``prefer`` forces one (``"cpu"`` keeps a notebook's stored outputs identical on every machine); a device
-    type or a ``torch.device`` (``"cuda:1"`` keeps its index). Asking for one that is not available raises a
-    ValueError naming what is.
+    ``prefer`` forces one (``"cpu"`` keeps a notebook's stored outputs identical on every machine);
+    a device type or a ``torch.device`` (``"cuda:1"`` keeps its index). Asking for one that is not
+    available raises a ValueError naming what is.
     """
     available = ["cpu"]
     if torch.backends.mps.is_available():
@@ -43,7 +43,10 @@ def pick_device(prefer: str | None = None) -> torch.device:
     if prefer is None:
         return torch.device(available[0])
     if not isinstance(prefer, (str, torch.device)):
-        raise TypeError(f"prefer must be a device name such as 'cpu' or a torch.device, got {type(prefer).__name__}")
+        raise TypeError(
+            "prefer must be a device name such as 'cpu' or a torch.device, got "
+            f"{type(prefer).__name__}"
+        )
     try:
         device = torch.device(prefer)
     except RuntimeError:

@@ -1,28 +1,34 @@
-"""Self-checks for the exercises and the debugging notebook: ``tl.checks.check_attention(my_attention)``.
+"""Self-checks for the exercises and the debugging notebook:
+``tl.checks.check_attention(my_attention)``.
 
-A check runs the learner's code on inputs chosen to expose the classic bugs, compares outputs and gradients with
-the library, and returns a :class:`CheckResult` that prints as one friendly paragraph and never raises: an error
-in the learner's code is reported, a stub that raises ``NotImplementedError`` is "not implemented yet", and a
-known mistake is named with its hint.
+A check runs the learner's code on inputs chosen to expose the classic bugs, compares outputs and
+gradients with the library, and returns a :class:`CheckResult` that prints as one friendly paragraph
+and never raises: an error in the learner's code is reported, a stub that raises
+``NotImplementedError`` is "not implemented yet", and a known mistake is named with its hint.
 
 The package, one job per module:
 
-- ``nbNN_<name>.py``, one per notebook with exercises: the entries of the checks that notebook introduces (each an
-  :class:`~.engine.Entry`: reference, inputs, known mistakes and their hints), those checks' public functions, and
-  ``EXERCISES``, what the notebook asks and which check grades it;
-- :mod:`.registry` collects the notebook files: the one list of exercises that ``solutions/``, the README and the
-  site read;
+- ``nbNN_<name>.py``, one per notebook with exercises: the entries of the checks that notebook
+  introduces (each an :class:`~.engine.Entry`: reference, inputs, known mistakes and their hints),
+  those checks' public functions, and ``EXERCISES``, what the notebook asks and which check grades
+  it;
+- :mod:`.registry` collects the notebook files: the one list of exercises that ``solutions/``, the
+  README and the site read;
 - :mod:`.engine` runs an entry on the learner's code, inside its guard;
-- :mod:`.inputs` draws the cases; :mod:`.references` builds the library's module holding a learner module's
-  weights; :mod:`.variants` writes the known mistakes' code, a knob per bug.
+- :mod:`.inputs` draws the cases; :mod:`.references` builds the library's module holding a learner
+  module's weights; :mod:`.variants` writes the known mistakes' code, a knob per bug.
 
-The checks use the library through its public names (``tl.X``), as a notebook does. Here only the checks and
-:class:`CheckResult` are public.
+The checks use the library through its public names (``tl.X``), as a notebook does. Here only the
+checks and :class:`CheckResult` are public.
 """
 
 from .engine import CheckResult
 from .nb01_attention import check_attention, check_causal_mask
-from .nb02_multi_head_attention import check_combine_heads, check_multi_head_attention, check_split_heads
+from .nb02_multi_head_attention import (
+    check_combine_heads,
+    check_multi_head_attention,
+    check_split_heads,
+)
 from .nb03_positional_encoding import check_positional_encoding
 from .nb04_encoder import check_encoder_layer, check_feed_forward, check_layer_norm
 from .nb05_decoder import check_cross_attention, check_decoder_layer

@@ -25,8 +25,8 @@ _ENTRY_FILE = re.compile(r"nb\d\d_\w+")  # nb01_attention: the notebook's number
 
 @dataclass(frozen=True)
 class Exercise:
-    """One exercise: notebook ``NN`` asks, under ``number``, for the function or class ``name``; ``check`` (a
-    public check's name, called with ``options`` as keyword arguments) grades it."""
+    """One exercise: notebook ``NN`` asks, under ``number``, for the function or class ``name``;
+    ``check`` (a public check's name, called with ``options`` as keyword arguments) grades it."""
 
     notebook: str  # "07"
     number: str  # "2": as the notebook's exercise list numbers it
@@ -61,7 +61,11 @@ class Question:
 def entry_files() -> tuple[ModuleType, ...]:
     """The ``nbNN_<name>`` modules of this package, imported, in notebook order."""
     names = sorted(info.name for info in pkgutil.iter_modules([str(Path(__file__).parent)]))
-    return tuple(importlib.import_module(f"{__package__}.{name}") for name in names if _ENTRY_FILE.fullmatch(name))
+    return tuple(
+        importlib.import_module(f"{__package__}.{name}")
+        for name in names
+        if _ENTRY_FILE.fullmatch(name)
+    )
 
 
 @cache
@@ -78,13 +82,16 @@ def questions() -> tuple[Question, ...]:
 
 @cache
 def entries() -> dict[tuple[str, str], Entry]:
-    """Every entry, keyed by (its check's name, its variant); two entries with one key are an error."""
+    """Every entry, keyed by (its check's name, its variant); two entries with one key are an
+    error."""
     found: dict[tuple[str, str], Entry] = {}
     for module in entry_files():
         for entry in module.ENTRIES:
             key = (entry.check, entry.variant)
             if key in found:
-                raise ValueError(f"two entries for {key}: one in {module.__name__}; keys must be unique")
+                raise ValueError(
+                    f"two entries for {key}: one in {module.__name__}; keys must be unique"
+                )
             found[key] = entry
     return found
 
