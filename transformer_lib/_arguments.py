@@ -1,11 +1,9 @@
 """The one place for argument checks: every "expected X, got Y" error of the library is worded here.
 
-One rule, one wording, one exception type: a TypeError when the argument has the wrong type, a
-ValueError when it has the right type and a wrong value. Integers and reals are the abstract ones
-(:mod:`numbers`), so NumPy scalars from a grid or a CSV pass too; ``bool`` is refused where a number
-is meant (``True`` would count as 1). Tensor checks read only shapes, dtypes and devices, except
-:func:`check_token_ids` (one ``aminmax``). Shapes and masks follow NOTATION.md: scores ``(B, h, T_q,
-T_k)``, masks bool with True = may attend.
+One rule, one wording, one exception type: TypeError for a wrong type, ValueError for a wrong value
+of the right type. Integers and reals are the abstract ones (:mod:`numbers`), so NumPy scalars pass;
+``bool`` is refused where a number is meant. Tensor checks read only shapes, dtypes and devices,
+except :func:`check_token_ids` (one ``aminmax``). Shapes and masks: NOTATION.md.
 """
 
 import math
@@ -166,15 +164,12 @@ def check_floating(**tensors: object) -> None:
 def check_qkv(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
 ) -> tuple[int, ...]:
-    """Check the arguments of scaled dot-product attention and return the scores' shape ``(..., T_q,
-    T_k)``.
+    """Check scaled dot-product attention's arguments; return the scores' shape ``(..., T_q, T_k)``.
 
     Args:
-        q, k, v: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``, floating point, one
-        dtype, with
-            leading dims that broadcast.
+        q, k, v: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``; floating point, one
+            dtype, leading dims that broadcast.
         mask: optional; checked by :func:`check_mask` against the scores.
-    The mistakes caught here otherwise surface as a matmul error deep in the stack, or as none.
     """
     check_floating(q=q, k=k, v=v)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
@@ -220,16 +215,12 @@ def check_attention_inputs(
     cached: int,
     weight_dtype: torch.dtype,
 ) -> None:
-    """Check the arguments of ``MultiHeadAttention.forward``; metadata only, so it is free.
+    """Check ``MultiHeadAttention.forward``'s arguments (metadata only, so it is free).
 
     Args:
-        query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; floating point,
-        one dtype,
-            that of the weights (``weight_dtype``) unless autocast is on; one batch size.
-        mask: optional; checked by :func:`check_mask` against the scores ``(B, num_heads, T_q,
-        T_k)``, where
-            ``T_k = cached + T_k_new`` counts the keys a self-attention cache holds from earlier
-            steps.
+        query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; one floating
+            dtype, the weights' (``weight_dtype``) unless autocast is on.
+        mask: optional; checked against the scores ``(B, h, T_q, cached + T_k_new)``.
     """
     check_floating(query=query, key=key, value=value)
     for name, x in (("query", query), ("key", key), ("value", value)):
@@ -266,9 +257,8 @@ def check_attention_inputs(
 
 
 def _mask_advice(rank: int) -> dict[str, str]:
-    """The wording ``check_mask`` uses for scores of ``rank`` 3 ``(B, T_q, T_k)`` or 4 ``(B, h, T_q,
-    T_k)``: the scores, the padding and causal mask shapes that fit them, and how to build the
-    padding mask."""
+    """``check_mask``'s wording for scores of ``rank`` 3 or 4: the scores' shape, the padding and
+    causal masks that fit them, and how to build the padding mask."""
     if rank == 3:
         return {
             "scores": "(B, T_q, T_k)",
@@ -287,14 +277,11 @@ def _mask_advice(rank: int) -> dict[str, str]:
 def check_mask(
     mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.device | None = None
 ) -> None:
-    """Raise unless ``mask`` is a bool tensor with the scores' rank that broadcasts to
-    ``scores_shape``.
+    """Raise unless ``mask`` is a bool tensor of the scores' rank that broadcasts to
+    ``scores_shape`` without growing it, on ``device`` (metadata only; NOTATION.md, masks).
 
-    TypeError for something that is not a bool tensor; ValueError for the wrong rank (a ``(B, T_k)``
-    mask against 4-D scores), a shape that does not broadcast or would grow the scores (``(2, 1, 1,
-    7)`` against scores ``(2, 8, 5, 5)``), or a mask on another ``device`` than the scores. Reads
-    only metadata. Public as ``tl.masks.check_mask``; notebook 01 shows the rank message, so its
-    wording is fixed.
+    TypeError for a non-bool mask; ValueError for a wrong rank, shape or device. Public as
+    ``tl.masks.check_mask``; notebook 01 prints the rank message, so its wording is fixed.
     """
     scores_shape = tuple(scores_shape)
     if not isinstance(mask, torch.Tensor):

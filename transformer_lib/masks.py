@@ -1,20 +1,8 @@
-"""Attention masks: padding and causal (the check, ``check_mask``, lives in ``_arguments`` and is
-re-exported).
+"""Attention masks: padding and causal, as NOTATION.md's mask section defines them.
 
-Convention (used everywhere in the course): a mask is a **boolean** tensor where **True means "may
-attend"**, with **one dimension per axis of the attention scores** ``(B, h, T_q, T_k)``, each of
-that size or 1:
-
-- a padding mask is ``(B, 1, 1, T_k)``: key position ``j`` of sequence ``b`` is a real token;
-- a causal mask is ``(1, 1, T_q, T_k)``: query ``i`` may look at keys ``j <= i`` (and at the whole
-  past, when decoding step by step with a cache);
-- combine them with ``&``.
-
-Why the rank must match: broadcasting aligns the *last* dimensions, so a 2-D padding mask ``(B,
-T_k)`` would be read as ``(T_q, T_k)`` whenever ``B == T_q``, silently masking the wrong keys. With
-one dimension per axis there is no such reading; a mask of another rank raises. (For attention on
-3-D tensors ``(B, T, d)`` the scores are ``(B, T_q, T_k)`` and the mask is 3-D, e.g.
-``padding_mask(tokens, pad_id)[:, 0]``.)
+A mask has one dim per score axis, so none is misread: broadcasting aligns the *last* dims, and a
+2-D padding mask ``(B, T_k)`` would act as ``(T_q, T_k)`` whenever ``B == T_q``. ``check_mask``
+lives in ``_arguments`` and is re-exported here.
 """
 
 import torch

@@ -1,15 +1,9 @@
-"""Data-parallel training with ``torch.distributed``: the same model in every process, a different
-shard of the batch in each, and gradients averaged across processes after every backward pass.
+"""Data-parallel training with ``torch.distributed``: one model per process, a shard of each batch,
+gradients averaged after every backward pass. Two CPU processes (gloo):
+``torchrun --standalone --nproc_per_node 2 -m transformer_lib.parallel``.
 
-Run it with two CPU processes (gloo backend):
-
-    torchrun --standalone --nproc_per_node 2 -m transformer_lib.parallel
-
-Each process computes the gradient of its shard; ``DistributedDataParallel`` all-reduces them into
-their mean. When every shard holds the same number of target tokens, that mean is exactly the
-gradient of one big batch, which :func:`compare_with_big_batch` checks; :func:`train_data_parallel`
-then trains for several steps and shows the loss going down while every process keeps identical
-weights.
+With equal target tokens per shard, the averaged gradient is the big batch's gradient
+(:func:`compare_with_big_batch`); :func:`train_data_parallel` then trains with identical replicas.
 """
 
 import os
@@ -118,10 +112,8 @@ def main() -> None:
     dist.barrier()  # nobody tears the group down while another process still talks to it
     dist.destroy_process_group()
     failed = worst.item() >= 1e-6 or replica_gap > 1e-6 or not losses[-1] < losses[0] / 2
-    # Leave without the interpreter's own teardown: there, gloo's worker threads can still be
-    # destroyed and abort the process ("terminate called without an active exception", SIGABRT) in
-    # about one run in five on our CI machine (torch 2.13), after all the work is done. See
-    # pytorch/pytorch#179291 for the cause.
+    # Skip the interpreter's teardown, where gloo's threads can abort a finished run (SIGABRT;
+    # pytorch/pytorch#179291, measured in results/README.md).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1 if failed else 0)

@@ -1,13 +1,9 @@
-"""Pictures of what the course computes: pure matplotlib functions that take tensors and return a
-Figure.
+"""Pictures of what the course computes: pure matplotlib functions, tensors in, a Figure out.
 
-They never show or save anything themselves: a notebook cell that calls one ends with
-``plt.show()``, widgets turn the Figure into a PNG, and tests call them directly. Model code never
-imports this module.
-
-Token labels are drawn as plain text (``$`` never starts matplotlib's mathtext), heat maps of
-weights have a colour bar, and inside a Jupyter kernel inline figures are retina PNGs (twice the
-pixels at the same size on screen), so they stay sharp on high-resolution displays.
+They never show or save: a notebook cell ends with ``plt.show()``, widgets turn the Figure into a
+PNG, tests call them directly; model code never imports this module. Token labels are plain text
+(``$`` never starts mathtext), heat maps have a colour bar, and inline figures in a Jupyter kernel
+are retina PNGs.
 """
 
 import io
@@ -124,9 +120,8 @@ def plot_attention(
     """Heatmap of one head's ``(T_q, T_k)`` weights: row ``i`` is where query ``i`` looks. Small
     maps show their numbers; ``highlight_query`` outlines one row.
 
-    The colour scale runs from 0 to ``vmax``: this map's own largest weight by default, or a value
-    shared by several maps (``vmax=1.0`` shows every map on the scale of probabilities, so a flat
-    map looks flat); ``colorbar=True`` draws the scale beside the map (every widget does).
+    The colour scale runs from 0 to ``vmax``: this map's largest weight by default, or a value
+    shared by several maps (``vmax=1.0``: probabilities, so a flat map looks flat).
     """
     w = _matrix(weights, "weights")
     if ax is None:
@@ -309,12 +304,8 @@ def encoding_wavelength(pair: int, d_model: int) -> float:
 
 
 def plot_encoding_pair(pe: torch.Tensor, pair: int) -> Figure:
-    """The whole table ``PE (T, d_model)`` with pair ``i`` outlined, and that pair's sin and cos
-    over position.
-
-    The dots are the table's values at whole positions; the lines through them are ``sin(pos *
-    w_i)`` and ``cos(pos * w_i)`` with ``w_i = 10000^(-2i/d_model)`` drawn on a fine grid, so the
-    fast pairs read as waves rather than zigzags.
+    """The table ``PE (T, d_model)`` with pair ``i`` outlined, and that pair's sin and cos over
+    position: dots at whole positions, lines on a fine grid (fast pairs read as waves, not zigzags).
     """
     p = _matrix(pe, "pe")
     max_len, d_model = p.shape
@@ -488,14 +479,11 @@ def plot_rotary_pair(
     key_position: int | None = None,
     ax=None,
 ) -> Figure:
-    """One pair ``(2i, 2i+1)`` of a query ``vector (d_k,)`` rotated by RoPE to each of
-    ``positions``: an arrow per position on the pair's circle, turned by ``position * w_i`` with
-    ``w_i = theta^(-2i/d_k)``.
+    """Pair ``(2i, 2i+1)`` of a query ``vector (d_k,)`` rotated by RoPE (interleaved pairs, as
+    :func:`transformer_lib.apply_rope`) to each of ``positions``: one arrow per position.
 
-    With ``key_position``, the same pair of the same vector as a key at that position is drawn in
-    red, and the title gives the angle between the two and the pair's share of the score, ``|pair|^2
-    cos((m - n) w_i)``: it depends only on the offset ``m - n``. Interleaved pairs, as
-    :func:`transformer_lib.apply_rope`.
+    With ``key_position``, the same pair as a key there is drawn in red; the title gives the
+    angle and the pair's share of the score, ``|pair|^2 cos((m - n) w_i)``: offset ``m - n`` only.
     """
     v = vector.detach().float()
     d_k = v.numel()

@@ -1,25 +1,11 @@
-"""Self-checks for the exercises and the debugging notebook:
-``tl.checks.check_attention(my_attention)``.
+"""Self-checks for the exercises: ``tl.checks.check_attention(my_attention)`` -> CheckResult.
 
-A check runs the learner's code on inputs chosen to expose the classic bugs, compares outputs and
-gradients with the library, and returns a :class:`CheckResult` that prints as one friendly paragraph
-and never raises: an error in the learner's code is reported, a stub that raises
-``NotImplementedError`` is "not implemented yet", and a known mistake is named with its hint.
-
-The package, one job per module:
-
-- ``nbNN_<name>.py``, one per notebook with exercises: the entries of the checks that notebook
-  introduces (each an :class:`~.engine.Entry`: reference, inputs, known mistakes and their hints),
-  those checks' public functions, and ``EXERCISES``, what the notebook asks and which check grades
-  it;
-- :mod:`.registry` collects the notebook files: the one list of exercises that ``solutions/``, the
-  README and the site read;
-- :mod:`.engine` runs an entry on the learner's code, inside its guard;
-- :mod:`.inputs` draws the cases; :mod:`.references` builds the library's module holding a learner
-  module's weights; :mod:`.variants` writes the known mistakes' code, a knob per bug.
-
-The checks use the library through its public names (``tl.X``), as a notebook does. Here only the
-checks and :class:`CheckResult` are public.
+A check runs the learner's code on inputs that expose the classic bugs, compares outputs and
+gradients with the library, and never raises: a stub, an error or a known mistake (with its hint)
+becomes one printed paragraph. One job per module: ``nbNN_<name>`` holds one notebook's entries,
+checks and exercises; :mod:`.registry` collects them; :mod:`.engine` runs an entry;
+:mod:`.inputs`, :mod:`.references` and :mod:`.variants` draw the cases, build the reference modules
+and write the known mistakes. Only the checks and :class:`CheckResult` are public.
 """
 
 from .engine import CheckResult

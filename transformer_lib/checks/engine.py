@@ -1,18 +1,10 @@
-"""The engine of the self-checks: it runs a check's entry (the entries sit in ``checks/nbNN_*.py``,
-one file per notebook).
+"""The engine of the self-checks: :func:`judge` runs a check's :class:`Entry` on student code.
 
-An :class:`Entry` says what a check compares: the reference, the inputs it draws (:class:`Case`) and
-the known mistakes (:class:`Mistake`: a wrong version of the code and the hint it earns).
-:func:`judge` runs every call into student code inside a guard, compares outputs and gradients with
-the reference, and names the first discrepancy and the mistake that explains it. It never raises:
-whatever the student's code does becomes a :class:`CheckResult` message (only a KeyboardInterrupt,
-the learner stopping the cell, goes through), and what student code hands back (an exception, a
-warning, a result) is formatted defensively: its ``str()``, ``repr()`` or ``.shape`` may raise too.
-Each side gets its own copy of a case's arguments (tensors cloned, modules and configs deep-copied),
-so student code that changes them cannot change what the reference sees, and changing an input
-tensor in place is named. Student code runs on the CPU in float32, whatever default device or dtype
-the learner set; the check leaves the learner's random streams, grad mode, default dtype and device,
-deterministic algorithms flag, thread count, anomaly mode and recursion limit as it found them.
+An Entry holds the reference, the inputs (:class:`Case`) and the known mistakes (:class:`Mistake`).
+``judge`` compares outputs and gradients, names the first discrepancy and the mistake that explains
+it, and never raises (a KeyboardInterrupt goes through): whatever student code does or returns
+becomes a message, formatted defensively. Each side gets its own copy of the arguments, and
+:func:`_isolated` restores the learner's random streams and torch settings.
 """
 
 import contextlib
@@ -87,16 +79,12 @@ DEFAULT = "default"  # the variant of a check that has one form only
 
 @dataclass
 class Entry:
-    """One form of a check. ``check`` is the public function's name, which every message shows;
-    ``variant`` names the form when the check has several (``check_causal_mask`` with
-    ``"with_cache"``, ``check_positional_encoding`` with ``"table"`` and ``"module"``): the public
-    function picks it from its arguments, explicitly.
+    """One form of a check (``variant`` names it when the check has several, as
+    ``check_causal_mask``'s ``"with_cache"``; the public function picks it explicitly).
 
-    ``reference`` is the right function or, when ``builds`` (the student gives a class), a factory
-    ``(student module, *build args, **build kwargs) -> reference module`` holding the student's
-    weights. A check with nothing to compare with has a ``verdict`` instead of a reference:
-    ``(result, case) -> report``, raising :class:`Failure` when the code fails; a report (a str) is
-    shown instead of ``success``."""
+    ``reference``: the right function or, when ``builds``, a factory ``(student module, *args,
+    **kwargs) -> reference module`` holding the student's weights; or, with nothing to compare
+    with, a ``verdict(result, case) -> report`` that raises :class:`Failure` when the code fails."""
 
     check: str  # the public check's name: "check_attention"
     what: str  # how messages name the student's code: "your attention"
@@ -549,12 +537,9 @@ def _compare_gradients(
 
 @contextlib.contextmanager
 def _isolated():
-    """Inside: gradients on (even under the caller's ``no_grad`` or ``inference_mode``), no
-    autocast, float32 on the CPU (whatever default dtype and device the learner set), and the random
-    streams (torch's CPU one, Python's, NumPy's) seeded 0, so that a check says the same thing every
-    time. After: the learner's random streams (torch's CPU and CUDA ones too), default dtype and
-    device, deterministic-algorithms flag, thread count, anomaly mode and recursion limit as they
-    were, whatever student code set."""
+    """Inside: gradients on, no autocast, float32 on the CPU, random streams seeded 0 (a check
+    says the same thing every time). After: the learner's random streams, default dtype and device,
+    deterministic-algorithms flag, thread count, anomaly mode and recursion limit as they were."""
     python_state, numpy, dtype = (
         random.getstate(),
         sys.modules.get("numpy"),

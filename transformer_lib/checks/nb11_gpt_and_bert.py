@@ -1,15 +1,10 @@
 """Notebook 11 · GPT and BERT: the checks of the next-token loss, the sampling loop of ``generate``,
 BERT's masking recipe, a GPT block and a GPT's parameter count.
 
-Sampling and masking are random: their checks compare proportions with the recipe's expectation (the
-shares of <mask>, random and kept tokens among the picked ones; how often a sampler writes each
-token after each other one), not tokens with one draw, so a correct recipe that spends its random
-numbers in another order passes. Proportions alone miss a recipe that is right on average and wrong
-in its randomness (one random token reused for every replacement, a fixed stripe of positions,
-randomness not drawn from ``generator``): those are judged separately, each with its own hint.
-
-Notebook 11's exercises are the loss, the sampling loop and the masking; ``check_gpt_block`` and
-``check_lm_parameter_count`` stay public for the notebook's earlier versions and for teachers.
+Sampling and masking are random: their checks compare proportions with the recipe's expectation,
+so a correct recipe that spends its random numbers in another order passes, and judge separately
+what proportions miss (one random token reused, a stripe of positions, randomness not drawn from
+``generator``). ``check_gpt_block`` and ``check_lm_parameter_count`` grade no exercise any more.
 """
 
 from collections.abc import Callable
@@ -377,13 +372,10 @@ _EITHER_WAY = "share of random replacements that are special or mask_id"
 def _mask_tokens_expected(
     tokens, mask_id, vocab_size, specials, rate, generator=None
 ) -> _ExpectedShares:
-    """The reference of ``check_mask_tokens``: the recipe's expected shares, not one random draw of
-    it. A correct recipe that spends its random numbers in another order lands about one standard
-    deviation from the expectation, but up to twice as far from another draw (on 100,000 tokens one
-    draw of the <mask> share sits at 0.790, 0.010 from the 0.8 it aims at). A recipe whose random
-    replacements come from the whole vocabulary (as BERT's released code draws them, special tokens
-    and mask_id included) lands within 0.003 of these shares (V=40: 0.1 / V more <mask>, 0.1 / V
-    fewer other tokens), well inside the tolerance."""
+    """The reference of ``check_mask_tokens``: the recipe's expected shares, not one random draw
+    (a correct recipe drawing in another order lies near the expectation, up to twice as far from
+    another draw). Replacements drawn from the whole vocabulary, as BERT's code draws them, move
+    the shares by 0.1 / V: well inside the tolerance."""
     shares = expected_masking_shares(vocab_size, mask_id, specials, rate)
     return _ExpectedShares({part: share for part, share in shares.items() if part != _EITHER_WAY})
 
@@ -760,13 +752,11 @@ def check_next_token_loss(next_token_loss: Callable) -> CheckResult:
 
 
 def check_generate(generate: Callable) -> CheckResult:
-    """Check ``generate(model, prompt (B, T0), max_new_tokens, temperature, generator) -> tokens (B,
-    T0 + n)``, the sampling loop: each step feeds the model the last ``model.config.max_len``
-    tokens, samples the next token from ``softmax(logits / temperature)`` at the last position with
-    ``generator``, and appends it. The model is a bigram table, so the check compares the chance of
-    each new token after each previous one, over 40,000 rows, with its exact value, and runs the
-    code twice with one seed and once with another. Returns a CheckResult: truthy when it passed; it
-    prints as one friendly paragraph."""
+    """Check the sampling loop ``generate(model, prompt (B, T0), max_new_tokens, temperature,
+    generator) -> (B, T0 + max_new_tokens)``: crop to the last ``max_len`` tokens, sample from
+    ``softmax(logits / temperature)`` with ``generator``, append. On a bigram model it compares each
+    token's chance after each other one (40,000 rows) with the exact value, and reruns with seeds.
+    Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(GENERATE, generate)
 
 
@@ -778,13 +768,11 @@ def check_gpt_block(gpt_block: Callable) -> CheckResult:
 
 
 def check_mask_tokens(mask_tokens: Callable) -> CheckResult:
-    """Check ``mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, generator) -> (inputs,
-    targets)``, BERT's recipe: about ``rate`` of the non-special tokens picked, 80% of them <mask>,
-    10% a random token (from the whole vocabulary, as BERT's code draws it, or from the non-special
-    tokens), 10% unchanged, and only they scored (``lm.IGNORE_INDEX`` elsewhere); each position
-    picked and split on its own, each replacement drawn afresh, every random number from
-    ``generator``. Returns a CheckResult: truthy when it passed; it prints as one friendly
-    paragraph."""
+    """Check BERT's recipe ``mask_tokens(tokens, mask_id, vocab_size, special_ids, rate,
+    generator) -> (inputs, targets)``: ``rate`` of the non-special tokens picked, 80/10/10 <mask>,
+    random, unchanged, only they scored; each position picked on its own, each replacement drawn
+    afresh, every random number from ``generator``.
+    Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(MASK_TOKENS, mask_tokens)
 
 
