@@ -1,11 +1,9 @@
-"""The inputs the checks draw: one function per kind of exercise, each returning its list of cases.
+"""The inputs the checks draw: one function per kind of exercise, each returning its cases.
 
-A :class:`~transformer_lib.checks.engine.Case` holds the arguments the student's code gets, how
-messages name them, the arguments of the student's class (for checks that build one) and the tensors
-whose gradients are compared. The inputs are chosen to expose the classic bugs: several shapes (a
-transpose that happens to be square goes unseen), causal masks, padding masks that differ per
-sequence (so that one sequence's mask used for the whole batch shows), and at least one case with
-gradients. Every draw is seeded: a check says the same thing every time it runs.
+A :class:`~.engine.Case` holds the student code's arguments, how messages name them, the student
+class's arguments and the tensors whose gradients are compared. The cases expose the classic bugs:
+several shapes (a square one hides a transpose), causal masks, padding that differs per sequence,
+at least one case with gradients. Every draw is seeded: a check says the same thing every time.
 """
 
 import math
@@ -25,9 +23,8 @@ def _randn(gen, *shape, grad=False) -> torch.Tensor:
 
 
 def _padded(lengths: list[int], size: int, dims: int = 4) -> torch.Tensor:
-    """A padding mask that differs per sequence, ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``), True = may
-    attend. The first sequence is padded, so using its mask for the whole batch differs from using
-    no mask."""
+    """A padding mask ``(B, 1, 1, T_k)`` (or ``(B, 1, T_k)``) that differs per sequence; the first
+    sequence is padded, so its mask used for the whole batch differs from no mask."""
     keep = torch.arange(size)[None, :] < torch.tensor(lengths)[:, None]  # (B, T_k)
     return keep.view(len(lengths), *[1] * (dims - 2), size)
 

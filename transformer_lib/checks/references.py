@@ -1,11 +1,9 @@
 """The references of the checks that grade a student's class: the library's module holding the
-student's weights.
+student's weights, so the two must compute the same thing.
 
-Each function here takes the student's module (built with the case's arguments) and returns the
-library's module with the same weights, so the two must compute the same thing. Before copying, it
-looks at the structure of the student's module (how many parameters, under which names, as
-parameters or buffers) and fails with a message that names what is wrong: a layer kept in a plain
-list, a table stored as a parameter.
+Before copying, each function looks at the student module's structure (parameters, their names,
+parameters or buffers) and fails naming what is wrong: a layer in a plain list, a table stored as
+a parameter.
 """
 
 from functools import partial

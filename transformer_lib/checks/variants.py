@@ -1,11 +1,9 @@
-"""The known mistakes' code: a version of each block with a knob per typical bug; every knob at its
-default gives the right code.
+"""The known mistakes' code: a version of each block with a knob per typical bug (every knob at its
+default gives the right code).
 
-An entry (in the ``nbNN_*`` files of this package) names each mistake by its hint and the knobs that
-make it, e.g. ``partial(variants.attention, fill=0.0)`` for "masked scores were set to 0", so one
-version serves every check that can meet the bug (the attention bugs recur inside multi-head
-attention). A version of a module takes first the reference module, which holds the student's
-weights, then the module's own arguments.
+An entry names a mistake by its hint and knobs, e.g. ``partial(variants.attention, fill=0.0)``, so
+one version serves every check that meets the bug. A module's version takes the reference module
+(holding the student's weights) first, then the module's own arguments.
 """
 
 import math
