@@ -26,6 +26,15 @@ def tiny_model(**changes):
     return tl.Transformer(tl.TransformerConfig.cpu_tiny(vocab_size=12).replace(max_len=16, **changes)).eval()
 
 
+def tiny_lm():
+    config = tl.LMConfig(12, d_model=D, num_heads=H, d_ff=32, num_layers=1, max_len=16)
+    return tl.DecoderOnlyLM(config).eval()
+
+
+def lm_cache(num_layers):
+    return DecoderCache.empty(num_layers, cross_attention=False)
+
+
 def mha_call(query, key=None, value=None, mask=None, module=None, need_weights=False):
     module = module if module is not None else tl.MultiHeadAttention(D, H)
     key = query if key is None else key
@@ -331,6 +340,21 @@ CASES = {
         ValueError,
         "the cache holds 3 layers but the decoder has 1",
         lambda: (m := tiny_model()).decode(ids[:, :1], m.encode(ids), None, cache=DecoderCache.empty(3)),
+    ),
+    "decode with a language model's cache": (
+        ValueError,
+        r"the cache holds 0 cross-attention layers but the decoder has 1: .*model.new_cache\(\)",
+        lambda: (m := tiny_model()).decode(ids[:, :1], m.encode(ids), None, cache=lm_cache(1)),
+    ),
+    "language model with a translation model's cache": (
+        ValueError,
+        r"the cache holds 1 cross-attention layers but the encoder has 0: .*model.new_cache\(\)",
+        lambda: tiny_lm()(ids[:, :1], cache=tiny_model().new_cache()),
+    ),
+    "language model with a cache of the wrong depth": (
+        ValueError,
+        "the cache holds 3 layers but the encoder has 1",
+        lambda: tiny_lm()(ids[:, :1], cache=lm_cache(3)),
     ),
     "residual sublayer returns another shape": (
         ValueError,

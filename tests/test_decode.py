@@ -51,6 +51,28 @@ def test_kv_cache_on_an_untrained_multi_layer_model():
     assert torch.equal(cached, plain)
 
 
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_the_one_loop_feeds_unseen_tokens_pads_after_eos_and_stops_when_every_row_ended(use_cache):
+    """autoregress, the loop of greedy_decode, sample_decode and lm.generate, on a step that
+    predicts the last token + 1: with a cache a step reads only the tokens the cache lacks."""
+    vocab_size, eos, pad = 6, 4, 0
+    cache, read = (tl.attention.DecoderCache() if use_cache else None), []
+
+    def step(new, cache):
+        read.append(new.size(1))
+        if cache is not None:
+            cache.length += new.size(1)  # as a model's stack does
+        next_token = (new[:, -1] + 1) % vocab_size  # (B,)
+        return torch.nn.functional.one_hot(next_token, vocab_size).float().log()  # (B, V)
+
+    prefix = torch.tensor([[1, 1], [2, 3]])  # (B, 2)
+    out = tl.decode.autoregress(step, prefix, 10, tl.decode.greedy, cache, eos_id=eos, pad_id=pad)
+    assert out.tolist() == [[1, 1, 2, 3, 4], [2, 3, 4, 0, 0]]  # row 1 ended first; 3 steps, not 10
+    assert read == ([2, 1, 1] if use_cache else [2, 3, 4])
+    no_eos = tl.decode.autoregress(step, prefix, 2, tl.decode.greedy)  # runs every step
+    assert no_eos.tolist() == [[1, 1, 2, 3], [2, 3, 4, 5]]
+
+
 def test_cached_hidden_states_equal_the_full_decode():
     tl.seed_everything(2)
     model = tl.Transformer(tl.TransformerConfig.cpu_small(30).replace(dropout=0.0)).eval()

@@ -186,7 +186,7 @@ def test_separate_decoder_depth_builds_caches_for_it_and_decodes_the_same_with_t
     memory, src_mask = model.encode(src), model.source_mask(src)
     full = model.decode(tgt, memory, src_mask)  # (B, T_tgt, d_model)
     cache = model.new_cache()
-    assert len(cache.self_attn) == 3
+    assert len(cache.layers) == len(cache.cross) == 3
     steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(5)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     assert tiny().decoder_layers == 2  # None: the paper's one N

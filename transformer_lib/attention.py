@@ -15,7 +15,7 @@ What happens when (the rules every function here keeps; tests/test_bad_inputs.py
   and normalised in fp32, so they overflow only where PyTorch's own kernel does.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +30,7 @@ __all__ = [
     "apply_rope",
     "MultiHeadAttention",
     "KVCache",
+    "DecoderCache",
     "kv_cache_bytes_per_token",
 ]
 
@@ -178,6 +179,46 @@ class KVCache:
         """Keep batch rows ``index`` (beam search reorders its hypotheses each step)."""
         if self.k is not None:
             self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
+@dataclass
+class DecoderCache:
+    """What a decoder keeps between generation steps, so that each step runs only the new tokens.
+
+    ``layers``: per layer, the self-attention's :class:`KVCache` of the tokens so far. ``cross``:
+    per layer, the cross-attention's static :class:`KVCache` of the encoder's memory (none in a
+    decoder-only language model). ``length``: the tokens held, so the next ones start at that
+    position. One type for the encoder-decoder and the language models, so that one generation loop
+    and one beam-search reorder serve both (:mod:`transformer_lib.decode`). Make it with
+    ``model.new_cache()``.
+    """
+
+    layers: list[KVCache] = field(default_factory=list)
+    cross: list[KVCache] = field(default_factory=list)
+    length: int = 0
+
+    @classmethod
+    def empty(cls, num_layers: int, cross_attention: bool = True) -> "DecoderCache":
+        """An empty cache of ``num_layers`` layers (no cross-attention for a decoder-only LM)."""
+        cross = [KVCache(static=True) for _ in range(num_layers)] if cross_attention else []
+        return cls([KVCache() for _ in range(num_layers)], cross)
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep batch rows ``index`` in every layer (beam search follows its chosen prefixes)."""
+        for cache in self.layers + self.cross:
+            cache.reorder(index)
+
+    def check_fits(self, stack: str, num_layers: int, cross_attention: bool) -> None:
+        """Raise unless the cache has a :class:`KVCache` per attention of the ``num_layers`` layers
+        of ``stack`` (named in the error), with a cross-attention in each if ``cross_attention``."""
+        cross, held = (num_layers if cross_attention else 0), len(self.cross)
+        if len(self.layers) != num_layers:
+            wrong = f"the cache holds {len(self.layers)} layers but the {stack} has {num_layers}"
+        elif held != cross:
+            wrong = f"the cache holds {held} cross-attention layers but the {stack} has {cross}"
+        else:
+            return
+        raise ValueError(f"{wrong}: make the cache with model.new_cache() of the model it serves")
 
 
 def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:

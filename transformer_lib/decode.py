@@ -1,15 +1,20 @@
 """Generating target sequences from a trained :class:`~transformer_lib.model.Transformer`.
 
-All three strategies run the encoder once and then the decoder one token at a time. With ``use_cache=True``
-(the default) each step feeds only the newest token and the decoder's :class:`~transformer_lib.DecoderCache`
-supplies the keys and values of the earlier ones; without it each step re-reads the whole prefix. Both give the
-same tokens. The cache saves recomputing the projections and feed-forward layers of the prefix, so each step
-runs the layers on one token instead of ``t``; its attention still reads all ``t`` cached keys, so a step's
-cost still grows with the prefix (linearly instead of quadratically for the whole step).
+All three strategies run the encoder once and then the decoder one token at a time. With
+``use_cache=True`` (the default) each step feeds only the newest token and the decoder's
+:class:`~transformer_lib.attention.DecoderCache` supplies the keys and values of the earlier ones;
+without it each step re-reads the whole prefix. Both give the same tokens. The cache saves
+recomputing the projections and feed-forward layers of the prefix, so each step runs the layers on
+one token instead of ``t``; its attention still reads all ``t`` cached keys, so a step's cost still
+grows with the prefix (linearly instead of quadratically for the whole step).
 
 No decoder ever emits ``<pad>``: its logit is set to ``-inf`` before every choice, so a finished row is padded
 only after its ``<eos>``, and the cached path (which never masks the prefix) and the uncached path (which
 masks padding in the prefix) read the same tokens.
+
+Greedy and sampled decoding, here and in the language models (:func:`transformer_lib.lm.generate`),
+run one loop, :func:`autoregress`; the model enters it only as a step function. Beam search has a
+loop of its own (it keeps ``W`` prefixes per source) on the same step function and cache.
 """
 
 import math
@@ -20,10 +25,13 @@ from dataclasses import dataclass
 import torch
 
 from ._arguments import check_positive_ints
+from .attention import DecoderCache
 from .data import Vocab, make_batch
 from .model import Transformer
 
 __all__ = [
+    "autoregress",
+    "greedy",
     "sampler",
     "greedy_decode",
     "sample_decode",
@@ -45,27 +53,68 @@ def _next_token_log_probs(model: Transformer, hidden: torch.Tensor) -> torch.Ten
     return logits.log_softmax(dim=-1)
 
 
-class _Stepper:
-    """Next-token log-probabilities for a growing target prefix, with or without the KV cache."""
+# step(new (B, t_new), cache) -> (B, V): the next token's log-probabilities after ``new``
+Step = Callable[[torch.Tensor, DecoderCache | None], torch.Tensor]
 
-    def __init__(self, model: Transformer, src: torch.Tensor, use_cache: bool):
+
+def _next_log_probs(step: Step, prefix: torch.Tensor, cache: DecoderCache | None) -> torch.Tensor:
+    """``prefix (B, t)`` -> ``(B, V)``: ``step`` reads the whole prefix, or with a cache only the
+    tokens that the cache does not hold yet (their keys and values join it)."""
+    return step(prefix if cache is None else prefix[:, cache.length :], cache)
+
+
+def greedy(log_probs: torch.Tensor) -> torch.Tensor:
+    """The greedy choice: ``log_probs (B, V)`` -> ``(B,)``, the most likely token of each row."""
+    return log_probs.argmax(dim=-1)
+
+
+@torch.no_grad()
+def autoregress(
+    step: Step,
+    prefix: torch.Tensor,
+    steps: int,
+    choose: Callable[[torch.Tensor], torch.Tensor],
+    cache: DecoderCache | None = None,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+) -> torch.Tensor:
+    """Extend ``prefix (B, t0)`` one token at a time, ``steps`` times: ``(B, t0 + <= steps)``.
+
+    Each step asks ``step(new, cache)`` for the next token's log-probabilities ``(B, V)`` (``new``:
+    the whole sequence, or with a ``cache`` only its newest tokens), and ``choose`` picks the token
+    from them, ``(B, V) -> (B,)``. With ``eos_id`` (and ``pad_id``), a row that has emitted
+    ``<eos>`` gets ``pad_id`` from then on, and the loop stops once every row has. The one loop of
+    :func:`greedy_decode`, :func:`sample_decode` and :func:`transformer_lib.lm.generate`.
+    """
+    tokens = prefix
+    finished = torch.zeros(prefix.size(0), dtype=torch.bool, device=prefix.device)  # (B,)
+    for _ in range(steps):
+        next_token = choose(_next_log_probs(step, tokens, cache))  # (B,)
+        if eos_id is not None:
+            next_token = next_token.masked_fill(finished, pad_id)  # pad after <eos>
+            finished |= next_token == eos_id
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)
+        if eos_id is not None and finished.all():
+            break
+    return tokens
+
+
+class _Seq2SeqStep:
+    """The encoder-decoder's step: the encoder reads the source once, here; each call runs the
+    decoder on the new target tokens and returns the next token's log-probabilities."""
+
+    def __init__(self, model: Transformer, src: torch.Tensor):
         self.model = model
         self.src_mask = model.source_mask(src)  # (B, 1, 1, S)
         self.memory = model.encode(src, self.src_mask)  # (B, S, d_model)
-        self.cache = model.new_cache() if use_cache else None
 
-    def log_probs(self, prefix: torch.Tensor) -> torch.Tensor:
-        """``prefix (B, t)`` ids (starting with ``<bos>``) -> ``(B, V)`` log-probabilities of token ``t + 1``."""
-        new = prefix if self.cache is None else prefix[:, self.cache.length :]  # only unseen tokens when cached
-        hidden = self.model.decode(new, self.memory, self.src_mask, cache=self.cache)  # (B, t_new, d_model)
+    def __call__(self, new: torch.Tensor, cache: DecoderCache | None) -> torch.Tensor:
+        hidden = self.model.decode(new, self.memory, self.src_mask, cache=cache)  # (B, t_new, d)
         return _next_token_log_probs(self.model, hidden[:, -1])  # (B, V)
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Row ``i`` of the next step continues row ``index[i]`` of the last: beam search copies each source ``W``
-        times, follows its chosen prefixes and drops the rows of sources that are done, in the memory and cache."""
+        """Row ``i`` of the next step reads the source of row ``index[i]`` (beam search)."""
         self.memory, self.src_mask = self.memory[index], self.src_mask[index]
-        if self.cache is not None:
-            self.cache.reorder(index)
 
 
 @torch.no_grad()
@@ -78,19 +127,12 @@ def _generate(
     choose: Callable[[torch.Tensor], torch.Tensor],
     use_cache: bool,
 ) -> torch.Tensor:
-    """Shared loop of greedy and sampled decoding: ``choose(log_probs (B, V)) -> (B,)`` picks each token."""
+    """Greedy and sampled decoding of ``src (B, S)``: ``choose`` picks each token (B, V) -> (B,)."""
     check_positive_ints(max_len=max_len)
     model.eval()
-    stepper = _Stepper(model, src, use_cache)
-    tokens = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        next_token = choose(stepper.log_probs(tokens))  # (B,)
-        next_token = next_token.masked_fill(finished, model.config.pad_id)  # pad after <eos>
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, t + 1)
-        finished |= next_token == eos_id
-        if finished.all():
-            break
+    step, cache = _Seq2SeqStep(model, src), (model.new_cache() if use_cache else None)
+    bos = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+    tokens = autoregress(step, bos, max_len, choose, cache, eos_id, model.config.pad_id)
     return tokens[:, 1:]  # (B, <= max_len), without <bos>
 
 
@@ -98,7 +140,7 @@ def greedy_decode(
     model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
 ) -> torch.Tensor:
     """``src (B, S)`` -> ``(B, <= max_len)`` ids: the most likely token at every step, padded after ``<eos>``."""
-    return _generate(model, src, max_len, bos_id, eos_id, lambda lp: lp.argmax(dim=-1), use_cache)
+    return _generate(model, src, max_len, bos_id, eos_id, greedy, use_cache)
 
 
 def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
@@ -234,8 +276,8 @@ def _beam_search_steps(
     ``step(prefixes (R, t)) -> (R, V)`` gives the next-token log-probabilities of ``R`` prefixes (each starting
     with ``<bos>``; ``R = A * W``: ``W`` rows for each of the ``A`` sources still searching, in their original
     order, so the first call gets ``num_sources * W`` rows), and ``reorder(index (R',))`` tells it that row ``i``
-    of the next call continues row ``index[i]`` of the last one (the model-backed :class:`_Stepper` reorders
-    its encoder memory and KV cache; a table needs nothing).
+    of the next call continues row ``index[i]`` of the last one (:func:`beam_search` reorders the
+    encoder memory and the cache; a table needs nothing).
 
     Every step, for each source: extend its ``W`` live prefixes by every token, take the best ``2W`` of these
     ``W * V`` continuations by log-probability, set aside as finished those that end in ``<eos>`` and rank
@@ -348,10 +390,17 @@ def beam_search(
         raise ValueError(f"length_penalty must be a finite number (alpha, 0.6 in the paper), got {length_penalty}")
     beam_width, length_penalty = int(beam_width), float(length_penalty)  # NumPy scalars from a grid pass too
     model.eval()
-    stepper = _Stepper(model, src, use_cache)
-    stepper.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_width))  # (B*W,)
+    step, cache = _Seq2SeqStep(model, src), (model.new_cache() if use_cache else None)
+
+    def reorder(index: torch.Tensor) -> None:  # row i of the next step continues row index[i]
+        step.reorder(index)
+        if cache is not None:
+            cache.reorder(index)
+
+    reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_width))  # (B*W,)
     found = _beam_search_steps(
-        stepper.log_probs, stepper.reorder, src.size(0), max_len, bos_id, eos_id, beam_width, length_penalty, src.device
+        lambda prefixes: _next_log_probs(step, prefixes, cache),  # (A*W, t) ids -> (A*W, V)
+        reorder, src.size(0), max_len, bos_id, eos_id, beam_width, length_penalty, src.device,
     )
     return found if return_hypotheses else [hypotheses[0].tokens for hypotheses in found]
 

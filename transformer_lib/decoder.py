@@ -1,34 +1,14 @@
-"""The decoder: ``N`` layers of masked self-attention, cross-attention over the encoder's memory, and
-feed-forward; plus the cache that lets it decode one token at a time without recomputing the past."""
-
-from dataclasses import dataclass, field
-
+"""The decoder: ``N`` layers of masked self-attention, cross-attention over the encoder's memory,
+and feed-forward. Its :class:`~transformer_lib.attention.DecoderCache` (in ``attention.py``, beside
+``KVCache``, as the language models use it too) lets it decode one token at a time without
+recomputing the past."""
 import torch
 from torch import nn
 
-from .attention import KVCache, MultiHeadAttention
+from .attention import DecoderCache, KVCache, MultiHeadAttention
 from .layers import LayerStack, PositionwiseFeedForward, ResidualSublayer
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
-
-
-@dataclass
-class DecoderCache:
-    """Everything the decoder keeps between decoding steps: per layer, the self-attention keys and values of
-    the tokens decoded so far and the cross-attention keys and values of the encoder memory."""
-
-    self_attn: list[KVCache] = field(default_factory=list)
-    cross_attn: list[KVCache] = field(default_factory=list)
-    length: int = 0  # how many target tokens the cache holds
-
-    @classmethod
-    def empty(cls, num_layers: int) -> "DecoderCache":
-        return cls([KVCache() for _ in range(num_layers)], [KVCache(static=True) for _ in range(num_layers)])
-
-    def reorder(self, index: torch.Tensor) -> None:
-        """Keep batch rows ``index`` in every layer (beam search)."""
-        for cache in self.self_attn + self.cross_attn:
-            cache.reorder(index)
 
 
 class DecoderLayer(nn.Module):
@@ -96,14 +76,11 @@ class Decoder(LayerStack):
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
         """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache."""
-        if cache is not None and not len(cache.self_attn) == len(cache.cross_attn) == len(self.layers):
-            raise ValueError(
-                f"the cache holds {len(cache.self_attn)} layers but the decoder has {len(self.layers)}: "
-                "make it with model.new_cache() (or DecoderCache.empty(num_layers))"
-            )
+        if cache is not None:
+            cache.check_fits("decoder", len(self.layers), cross_attention=True)
         for i, layer in enumerate(self.layers):
-            self_cache, cross_cache = (cache.self_attn[i], cache.cross_attn[i]) if cache is not None else (None, None)
-            x = layer(x, memory, tgt_mask, memory_mask, self_cache, cross_cache)  # (B, T_tgt, d_model)
+            caches = (None, None) if cache is None else (cache.layers[i], cache.cross[i])
+            x = layer(x, memory, tgt_mask, memory_mask, *caches)  # (B, T_tgt, d_model)
         if cache is not None:
             cache.length += x.size(1)
         return self.final_norm(x)

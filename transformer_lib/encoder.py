@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from .attention import KVCache, MultiHeadAttention
+from .attention import DecoderCache, KVCache, MultiHeadAttention
 from .layers import LayerStack, PositionwiseFeedForward, ResidualSublayer
 
 __all__ = ["EncoderLayer", "Encoder"]
@@ -66,8 +66,18 @@ class Encoder(LayerStack):
 
     layer_class = EncoderLayer
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``."""
-        for layer in self.layers:
-            x = layer(x, mask)  # (B, T, d_model)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: DecoderCache | None = None
+    ) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask
+        ``(B, 1, 1, T)``. ``cache``: when the stack is a decoder-only language model generating one
+        token at a time (:class:`~transformer_lib.lm.DecoderOnlyLM`); ``x`` then holds only the new
+        tokens, ``mask`` must be causal over cached + new, and their keys and values join the cache.
+        """
+        if cache is not None:
+            cache.check_fits("encoder", len(self.layers), cross_attention=False)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, None if cache is None else cache.layers[i])  # (B, T, d_model)
+        if cache is not None:
+            cache.length += x.size(1)
         return self.final_norm(x)

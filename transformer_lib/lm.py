@@ -4,7 +4,7 @@ Nothing here is a second attention or layer: both models stack :class:`~transfor
 
 - **Decoder-only** (GPT, Radford et al. 2018/2019): an encoder layer whose self-attention gets a *causal* mask
   is a GPT block. Trained to predict token ``t + 1`` from tokens ``<= t``; generates one token at a time, with
-  the same :class:`~transformer_lib.KVCache` as the translation decoder.
+  the same :class:`~transformer_lib.attention.DecoderCache` as the translation decoder.
 - **Encoder-only** (BERT, Devlin et al. 2019): the bidirectional encoder, trained to recover tokens hidden by
   the 80/10/10 masking recipe (:func:`mask_tokens`); the loss counts only the hidden positions.
 
@@ -12,14 +12,15 @@ Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, l
 """
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ._arguments import check_non_negative_ints, check_token_batch, check_token_ids
-from .attention import KVCache
+from .attention import DecoderCache
+from .decode import autoregress, greedy
 from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
@@ -30,7 +31,6 @@ __all__ = [
     "LMConfig",
     "DecoderOnlyLM",
     "MaskedLM",
-    "LMCache",
     "mask_tokens",
     "masking_shares",
     "expected_masking_shares",
@@ -175,14 +175,6 @@ class LMConfig:
         )
 
 
-@dataclass
-class LMCache:
-    """Per layer, the self-attention keys and values of the tokens generated so far."""
-
-    layers: list[KVCache] = field(default_factory=list)
-    length: int = 0  # how many tokens the cache holds
-
-
 class _EncoderStackLM(nn.Module):
     """What both models share: embeddings, positions, a stack of encoder layers, and the output projection."""
 
@@ -230,22 +222,18 @@ class _EncoderStackLM(nn.Module):
         self,
         tokens: torch.Tensor,
         mask: torch.Tensor | None,
-        cache: LMCache | None = None,
+        cache: DecoderCache | None = None,
         token_types: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``tokens (B, T)`` -> ``(B, T, d_model)``: embed (plus token types, if the model has them), add
-        positions, run every block (then the final norm)."""
+        positions, run the stack of blocks (it ends with the final norm and extends ``cache``)."""
         start = cache.length if cache is not None else 0
         x = self.embed(tokens)  # (B, T, d_model)
         if self.token_type_embed is not None:
             types = torch.zeros_like(tokens) if token_types is None else token_types  # (B, T): BERT's default 0
             x = x + self.token_type_embed(types)  # (B, T, d_model)
         x = self.positions(x, start=start)  # (B, T, d_model)
-        for i, layer in enumerate(self.blocks.layers):
-            x = layer(x, mask, cache=cache.layers[i] if cache is not None else None)  # (B, T, d_model)
-        if cache is not None:
-            cache.length += tokens.size(1)
-        return self.blocks.final_norm(x)
+        return self.blocks(x, mask, cache)  # (B, T, d_model)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """``(B, T, d_model)`` -> ``(B, T, V)`` through the transposed token embedding (tied weights), or the
@@ -275,7 +263,10 @@ class DecoderOnlyLM(_EncoderStackLM):
         super().__init__(config)
 
     def forward(
-        self, tokens: torch.Tensor, cache: LMCache | None = None, mask: torch.Tensor | None = None
+        self,
+        tokens: torch.Tensor,
+        cache: DecoderCache | None = None,
+        mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         start = cache.length if cache is not None else 0
         self._check_tokens(tokens, start)
@@ -285,8 +276,9 @@ class DecoderOnlyLM(_EncoderStackLM):
             attend = attend & mask  # (B, 1, T, start + T)
         return self.logits(self.hidden_states(tokens, attend, cache))  # (B, T, V)
 
-    def new_cache(self) -> LMCache:
-        return LMCache([KVCache() for _ in self.blocks.layers])
+    def new_cache(self) -> DecoderCache:
+        """An empty cache for generating one token at a time (:func:`generate`)."""
+        return DecoderCache.empty(len(self.blocks.layers), cross_attention=False)
 
 
 class MaskedLM(_EncoderStackLM):
@@ -471,9 +463,10 @@ def generate(
     """Continue ``prompt (B, T0)`` by ``max_new_tokens`` tokens; returns ``(B, T0 + max_new_tokens)``.
 
     ``choose(log_probs (B, V)) -> (B,)`` picks each next token (greedy by default); build a sampling one with
-    :func:`transformer_lib.decode.sampler`. With ``use_cache`` each step feeds only the newest token and the
-    :class:`LMCache` supplies the keys and values of the earlier ones; without it each step re-reads the
-    whole sequence. Both give the same tokens.
+    :func:`transformer_lib.decode.sampler`. With ``use_cache`` each step feeds only the newest token
+    and the model's :class:`~transformer_lib.attention.DecoderCache` supplies the keys and values of
+    the earlier ones; without it each step re-reads the whole sequence. Both give the same tokens.
+    The loop is :func:`transformer_lib.decode.autoregress`, the translation model's too.
     """
     if prompt.dim() != 2 or prompt.size(1) < 1:
         raise ValueError(f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}")
@@ -483,12 +476,11 @@ def generate(
             f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "
             f"max_len={model.config.max_len}"
         )
-    choose = choose if choose is not None else (lambda log_probs: log_probs.argmax(dim=-1))
     model.eval()
+
+    def step(new: torch.Tensor, cache: DecoderCache | None) -> torch.Tensor:
+        return model(new, cache=cache)[:, -1].log_softmax(dim=-1)  # (B, V): after the last token
+
     cache = model.new_cache() if use_cache else None
-    tokens = prompt
-    for _ in range(max_new_tokens):
-        new = tokens if cache is None else tokens[:, cache.length :]  # only unseen tokens when cached
-        log_probs = model(new, cache=cache)[:, -1].log_softmax(dim=-1)  # (B, V)
-        tokens = torch.cat([tokens, choose(log_probs)[:, None]], dim=1)  # (B, t + 1)
-    return tokens
+    choose = choose if choose is not None else greedy
+    return autoregress(step, prompt, max_new_tokens, choose, cache)  # (B, T0 + max_new_tokens)
