@@ -24,7 +24,7 @@ from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
 from .model import block_options, check_config, config_repr, init_projections, make_positions, option
-from .train import IGNORE_INDEX, Trainer, perplexity
+from .train import IGNORE_INDEX, LM_BATCHES, Trainer, perplexity
 
 __all__ = [
     "LMConfig",
@@ -435,29 +435,12 @@ def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Te
 class LanguageModelTrainer(Trainer):
     """A :class:`~transformer_lib.Trainer` for language models: the same steps, schedule, checkpoints and history,
     on batches ``(inputs (B, T), targets (B, T))`` such as :meth:`PythonSourceCorpus.batch` returns (or
-    :func:`mask_tokens` makes). The loss is :func:`language_model_loss`; token accuracy counts the positions
-    whose target is not :data:`IGNORE_INDEX`.
+    :func:`mask_tokens` makes): ``batches=LM_BATCHES``. The loss is :func:`language_model_loss`; token accuracy
+    counts the positions whose target is not :data:`IGNORE_INDEX`.
     """
 
     def __init__(self, model: nn.Module, optimizer, scheduler=None, clip_grad_norm: float | None = 1.0, device="cpu"):
-        super().__init__(model, optimizer, scheduler, language_model_loss, clip_grad_norm, device)
-
-    def _check_batch(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
-        if not (isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(t, torch.Tensor) for t in batch)):
-            raise TypeError(
-                f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}"
-            )
-        inputs, targets = batch
-        if inputs.shape != targets.shape or inputs.dim() != 2:
-            raise ValueError(
-                f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}"
-            )
-        if not (targets != IGNORE_INDEX).any():
-            raise ValueError("every target of this batch is IGNORE_INDEX: there is nothing to learn from it")
-
-    def _forward(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        inputs, targets = (t.to(self.device) for t in batch)
-        return self.model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
+        super().__init__(model, optimizer, scheduler, language_model_loss, clip_grad_norm, device, LM_BATCHES)
 
 
 @torch.no_grad()

@@ -219,7 +219,6 @@ class TransformerConfig:
     num_layers: int = 6
     dropout: float = 0.1
     attention_dropout: float = 0.0
-    label_smoothing: float = 0.1
     norm_first: bool = False
     share_embeddings: bool = True
     max_len: int = 5000
@@ -245,7 +244,7 @@ class TransformerConfig:
         check_config(
             self,
             {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
-            probabilities=("dropout", "attention_dropout", "label_smoothing"),
+            probabilities=("dropout", "attention_dropout"),
             flags=("norm_first", "share_embeddings", "output_bias"),
         )
         if self.pad_id is None:
@@ -272,7 +271,8 @@ class TransformerConfig:
 
     @classmethod
     def paper_base(cls, vocab_size: int = 37000) -> "TransformerConfig":
-        """The paper's base model (Table 3): N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1, eps_ls=0.1."""
+        """The paper's base model (Table 3): N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1 (its eps_ls=0.1 is the
+        training recipe's, :class:`~transformer_lib.train.TrainingRecipe`)."""
         return cls(vocab_size, vocab_size)
 
     @classmethod
@@ -291,7 +291,6 @@ class TransformerConfig:
             d_ff=256,
             num_layers=1,
             dropout=0.0,
-            label_smoothing=0.0,
             max_len=256,
         )
 
