@@ -161,7 +161,8 @@ def test_the_cpu_recipe_is_one_frozen_object_that_train_task_reads(monkeypatch):
     )
     trainer = tl.train_task(task, recipe=shorter, batch_size=8, progress=False)
     assert trainer.step == 5 and seen == [8] * 5
-    assert trainer.loss_fn.eps == 0.1 and not hasattr(trainer.model.config, "label_smoothing")  # the recipe's
+    assert trainer.loss_fn.eps == 0.1  # the recipe's eps_ls; the config has none
+    assert not hasattr(trainer.model.config, "label_smoothing")
     assert max(trainer.history.lr) == pytest.approx(shorter.lr)  # the recipe's peak learning rate
 
 

@@ -64,7 +64,7 @@ COLUMNS = [
     "dev_loss", "dev_ppl", "exact_match", "gen_exact_match",
 ]
 
-# Changes a row may make to the base: fields of TransformerConfig, and the recipe's label smoothing eps_ls.
+# Changes a row may make to the base: fields of TransformerConfig, and the recipe's eps_ls.
 _ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "eps_ls", "positional"}
 
 
@@ -74,8 +74,8 @@ class Row:
 
     ``changes`` keys (fields of :class:`~transformer_lib.TransformerConfig`): ``num_layers`` (N), ``d_model``,
     ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width; values keep ``d_v = d_model // h``), ``dropout``
-    (P_drop), ``positional`` (``"learned"`` or ``"sinusoidal"``); and ``eps_ls``, the label smoothing of the
-    training recipe (:class:`~transformer_lib.train.TrainingRecipe`).
+    (P_drop), ``positional`` (``"learned"`` or ``"sinusoidal"``); and ``eps_ls``, the label
+    smoothing of the training recipe (:class:`~transformer_lib.train.TrainingRecipe`).
     """
 
     name: str
@@ -231,14 +231,14 @@ def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
 
 
 def _config(grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64) -> TransformerConfig:
-    """The row's :class:`TransformerConfig`: the grid's base with the row's changes (``d_k`` included), less
-    ``eps_ls``, which is the recipe's (:func:`_recipe`)."""
+    """The row's :class:`TransformerConfig`: the grid's base with the row's changes (``d_k``
+    included), less ``eps_ls``, which is the recipe's (:func:`_recipe`)."""
     fields = {key: value for key, value in {**grid.base, **row.changes}.items() if key != "eps_ls"}
     return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **fields)
 
 
 def _recipe(grid: Grid, row: Row) -> TrainingRecipe:
-    """The row's :class:`~transformer_lib.train.TrainingRecipe`: the grid's budget and the row's ``eps_ls``."""
+    """The row's :class:`~transformer_lib.train.TrainingRecipe`: the grid's budget, its eps_ls."""
     eps_ls = row.changes.get("eps_ls", grid.base.get("eps_ls", CPU_RECIPE.eps_ls))
     return TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, eps_ls)
 

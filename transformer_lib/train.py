@@ -164,76 +164,87 @@ _BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} steps |{bar}| {elapsed}<{remaining}{p
 class BatchKind:
     """What a :class:`Trainer` needs to know of one kind of batch: two functions.
 
-    ``check(batch, loss_fn)`` raises a clear error for a batch there is nothing to learn from (or that does not
-    fit ``loss_fn``); ``forward(model, batch, device)`` runs the model and returns
-    ``(logits (B, T, V), target (B, T), counted (B, T) bool)``, ``counted`` the positions the accuracy scores.
-    :data:`SEQ2SEQ_BATCHES` reads :class:`~transformer_lib.data.Batch` es, :data:`LM_BATCHES` the language
-    models' ``(inputs, targets)`` pairs.
+    ``check(batch, loss_fn)`` raises a clear error for a batch there is nothing to learn from (or
+    that does not fit ``loss_fn``); ``forward(model, batch, device)`` runs the model and returns
+    ``(logits (B, T, V), target (B, T), counted (B, T) bool)``, ``counted`` the scored positions.
+    :data:`SEQ2SEQ_BATCHES` reads :class:`~transformer_lib.data.Batch` es, :data:`LM_BATCHES` the
+    language models' ``(inputs, targets)`` pairs.
     """
 
     check: Callable[[object, Callable | None], None]
-    forward: Callable[[nn.Module, object, torch.device], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+    forward: Callable[[nn.Module, object, torch.device], tuple[torch.Tensor, ...]]
 
 
 def _check_seq2seq_batch(batch: Batch, loss_fn: Callable | None) -> None:
     loss_pad_id = getattr(loss_fn, "pad_id", batch.pad_id)
     if loss_pad_id != batch.pad_id:
-        raise ValueError(f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}")
+        raise ValueError(
+            f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}"
+        )
     if batch.num_target_tokens == 0:
         raise ValueError(
-            f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id is "
-            f"pad_id={batch.pad_id}): there is nothing to learn from it"
+            f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id "
+            f"is pad_id={batch.pad_id}): there is nothing to learn from it"
         )
 
 
 def _seq2seq_forward(model: nn.Module, batch: Batch, device: torch.device) -> tuple:
-    """Teacher forcing: the decoder reads ``tgt_in`` and is scored on ``tgt_out`` wherever it is not padding."""
+    """Teacher forcing: the decoder reads ``tgt_in``, scored on ``tgt_out`` where not padding."""
     batch = batch.to(device)
     logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
     return logits, batch.tgt_out, batch.tgt_out != batch.pad_id  # (B, T, V), (B, T), (B, T)
 
 
 def _check_lm_batch(batch: tuple[torch.Tensor, torch.Tensor], loss_fn: Callable | None) -> None:
-    if not (isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(t, torch.Tensor) for t in batch)):
+    pair = isinstance(batch, tuple) and len(batch) == 2
+    if not (pair and all(isinstance(t, torch.Tensor) for t in batch)):
         raise TypeError(
-            f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}"
+            "a language-model batch is a tuple (inputs, targets) of tensors, "
+            f"got {type(batch).__name__}"
         )
     inputs, targets = batch
     if inputs.shape != targets.shape or inputs.dim() != 2:
         raise ValueError(
-            f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}"
+            f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and "
+            f"{tuple(targets.shape)}"
         )
     if not (targets != IGNORE_INDEX).any():
-        raise ValueError("every target of this batch is IGNORE_INDEX: there is nothing to learn from it")
+        raise ValueError(
+            "every target of this batch is IGNORE_INDEX: there is nothing to learn from it"
+        )
 
 
-def _lm_forward(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], device: torch.device) -> tuple:
-    """Next-token or masked-token prediction: scored wherever the target is not :data:`IGNORE_INDEX`."""
+def _lm_forward(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], device) -> tuple:
+    """Next-token or masked-token prediction, scored where the target is not IGNORE_INDEX."""
     inputs, targets = (t.to(device) for t in batch)
     return model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
 
 
-SEQ2SEQ_BATCHES = BatchKind(_check_seq2seq_batch, _seq2seq_forward)  # the encoder-decoder's Batch
-LM_BATCHES = BatchKind(_check_lm_batch, _lm_forward)  # (inputs (B, T), targets (B, T)) of the language models
+# The encoder-decoder's Batch; the language models' (inputs (B, T), targets (B, T)).
+SEQ2SEQ_BATCHES = BatchKind(_check_seq2seq_batch, _seq2seq_forward)
+LM_BATCHES = BatchKind(_check_lm_batch, _lm_forward)
 
 
 def counted_cross_entropy(
     logits: torch.Tensor, target: torch.Tensor, counted: torch.Tensor, reduction: str = "mean"
 ) -> torch.Tensor:
-    """Cross-entropy of ``logits (B, T, V)`` against ``target (B, T)`` at the ``counted (B, T)`` positions only
-    (no label smoothing): the default loss of :class:`Trainer` and the sum behind :func:`perplexity`."""
+    """Cross-entropy of ``logits (B, T, V)`` against ``target (B, T)`` at the ``counted (B, T)``
+    positions only (no label smoothing): :class:`Trainer`'s default loss and :func:`perplexity`."""
     target = target.masked_fill(~counted, IGNORE_INDEX)  # (B, T)
-    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE_INDEX, reduction=reduction)
+    return F.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE_INDEX, reduction=reduction
+    )
 
 
 class Trainer:
-    """Runs optimisation steps on batches drawn by step number, and saves or resumes all of its state.
+    """Runs optimisation steps on batches drawn by step number, and saves or resumes all its state.
 
-    ``get_batch(step)`` must return the batch for that step (the tasks in :mod:`transformer_lib.data` do), so a
-    resumed run sees the same data as an uninterrupted one. ``batches`` says how a batch is checked and run
-    (:class:`BatchKind`: :data:`SEQ2SEQ_BATCHES` by default, :data:`LM_BATCHES` for the language models).
-    ``loss_fn(logits, target)`` is the loss; without one, the plain cross-entropy over the counted positions
-    (for a :class:`~transformer_lib.data.Batch`, every target that is not padding).
+    ``get_batch(step)`` must return the batch for that step (the tasks in
+    :mod:`transformer_lib.data` do), so a resumed run sees the same data as an uninterrupted one.
+    ``batches`` says how a batch is checked and run (:class:`BatchKind`: :data:`SEQ2SEQ_BATCHES`
+    by default, :data:`LM_BATCHES` for the language models). ``loss_fn(logits, target)`` is the
+    loss; without one, the plain cross-entropy over the counted positions (for a
+    :class:`~transformer_lib.data.Batch`, every target that is not padding).
     """
 
     def __init__(
@@ -262,7 +273,8 @@ class Trainer:
         """
         self.batches.check(batch, self.loss_fn)
         self.model.train()
-        logits, target, counted = self.batches.forward(self.model, batch, self.device)  # (B, T, V), (B, T) x2
+        logits, target, counted = self.batches.forward(self.model, batch, self.device)
+        # logits (B, T, V), target (B, T), counted (B, T) bool: the positions scored
         if self.loss_fn is not None:
             loss = self.loss_fn(logits, target)
         else:
@@ -460,9 +472,10 @@ def train_task(
 ) -> Trainer:
     """Train a fresh model on ``task`` with ``recipe`` and return the trainer (``trainer.model`` is the model).
 
-    ``config`` defaults to ``TransformerConfig.cpu_tiny`` with the task's ``pad_id``; a config you pass must
-    pad with it too. The label smoothing is the recipe's ``eps_ls``. Keyword arguments change fields of the
-    recipe: ``train_task(task, steps=300)`` is ``train_task(task, recipe=CPU_RECIPE.replace(steps=300))``.
+    ``config`` defaults to ``TransformerConfig.cpu_tiny`` with the task's ``pad_id``; a config you
+    pass must pad with it too. The label smoothing is the recipe's ``eps_ls``. Keyword arguments
+    change fields of the recipe: ``train_task(task, steps=300)`` is
+    ``train_task(task, recipe=CPU_RECIPE.replace(steps=300))``.
     Notebook 06 builds the same loop piece by piece.
     """
     recipe = recipe.replace(**recipe_changes)
@@ -487,8 +500,9 @@ def make_trainer(
 
     Args:
         config: the model.
-        recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay`, and ``eps_ls``, the
-            loss's label smoothing (the batch size is the caller's, who draws the batches).
+        recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay`, and
+            ``eps_ls``, the loss's label smoothing (the batch size is the caller's, who draws the
+            batches).
         seed: seeds every generator before the weights are drawn: one seed, one initial model.
         optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g. :func:`paper_optimizer`.
     Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`, ``experiments.run_one``
@@ -520,7 +534,7 @@ def perplexity(model: nn.Module, batches: Iterable) -> float:
     total, count = 0.0, 0
     for batch in batches:
         kind = SEQ2SEQ_BATCHES if isinstance(batch, Batch) else LM_BATCHES
-        logits, target, counted = kind.forward(model, batch, device)  # (B, T, V), (B, T), (B, T)
+        logits, target, counted = kind.forward(model, batch, device)  # (B, T, V), (B, T) x2
         total += counted_cross_entropy(logits, target, counted, reduction="sum").item()
         count += int(counted.sum())
     if count == 0:
