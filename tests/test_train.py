@@ -210,3 +210,22 @@ def test_adam_at_an_absurd_learning_rate_is_reported():
             trainer.fit(lambda s: task.train_batch(s, 16), 10, progress=False)
         except FloatingPointError:
             pass  # going on, the loss may overflow: that stops training with its own error
+
+
+def test_a_trainer_reads_another_kind_of_batch_through_a_batch_kind():
+    """A Trainer is told how to check and run a batch (BatchKind), not by the model's type."""
+    task = tl.CopyTask(num_test=10, num_valid=10)
+    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(task.vocab)))
+    seen = []
+
+    def forward(model, pair, device):
+        batch = pair[0].to(device)
+        seen.append(batch.src.shape)
+        logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+        return logits, batch.tgt_out, batch.tgt_out != batch.pad_id
+
+    kind = tl.train.BatchKind(check=lambda pair, loss_fn: None, forward=forward)
+    trainer = tl.Trainer(model, torch.optim.Adam(model.parameters(), lr=1e-3), batches=kind)
+    loss = trainer.train_step((task.train_batch(0, 4), "anything else"))
+    assert len(seen) == 1 and seen[0][0] == 4 and trainer.step == 1 and loss > 0
+    assert trainer.loss_fn is None  # the default loss: cross-entropy over the counted positions

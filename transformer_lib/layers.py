@@ -393,13 +393,8 @@ class BlockOptions:
     def attention(self) -> dict:
         """The keyword arguments of a layer's ``MultiHeadAttention`` (``rope_theta`` aside: only
         self-attention rotates)."""
-        return dict(
-            dropout=self.attention_dropout,
-            bias=self.bias,
-            num_kv_heads=self.num_kv_heads,
-            d_k=self.d_k,
-            d_v=self.d_v,
-        )
+        widths = dict(num_kv_heads=self.num_kv_heads, d_k=self.d_k, d_v=self.d_v)
+        return dict(dropout=self.attention_dropout, bias=self.bias, **widths)
 
     def feed_forward(self, d_model: int, d_ff: int) -> "PositionwiseFeedForward":
         return PositionwiseFeedForward(d_model, d_ff, self.activation, self.bias)
