@@ -45,6 +45,7 @@ __all__ = [
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")
 
+
 def option(default):
     """A config field for an option: kept out of the printed config while it is the default."""
     return field(default=default, repr=False)
