@@ -15,7 +15,7 @@ from transformer_lib.model import Transformer, TransformerConfig, count_paramete
 
 MICRO = ex.Grid(
     "micro",
-    base=dict(d_model=16, num_heads=2, d_ff=32, num_layers=1, dropout=0.0, label_smoothing=0.0),
+    base=dict(d_model=16, num_heads=2, d_ff=32, num_layers=1, dropout=0.0, eps_ls=0.0),
     rows=(ex.Row("base", "base"), ex.Row("A h=1", "A", {"num_heads": 1})),
     seeds=(0,),
     steps=6,

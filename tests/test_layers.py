@@ -148,3 +148,22 @@ def test_embedding_norm_normalises_token_plus_position_before_dropout(learned):
 def test_residual_sublayer_takes_its_norms_eps():
     assert tl.ResidualSublayer(8, eps=1e-12).norm.eps == 1e-12
     assert tl.ResidualSublayer(8).norm.eps == 1e-5  # nn.LayerNorm's, the default
+
+
+def test_block_options_are_one_record_that_layers_take_or_change_by_keyword():
+    from transformer_lib.layers import BlockOptions
+
+    options = BlockOptions(dropout=0.0, norm_first=True, norm="rmsnorm", activation="gelu")
+    by_record = tl.EncoderLayer(16, 4, 32, options)
+    by_keyword = tl.EncoderLayer(
+        16, 4, 32, dropout=0.0, norm_first=True, norm="rmsnorm", activation="gelu"
+    )
+    assert repr(by_record) == repr(by_keyword)
+    assert by_record.residual_ff.norm_first and isinstance(by_record.residual_ff.norm, tl.RMSNorm)
+    stack = tl.Decoder(2, 16, 4, 32, options, bias=False)  # a keyword changes a field of the record
+    assert all(m.bias is None for m in stack.modules() if isinstance(m, nn.Linear))
+    assert isinstance(stack.final_norm, tl.RMSNorm) and options.bias  # the record is unchanged
+    with pytest.raises(TypeError, match="options must be a BlockOptions, got float"):
+        tl.EncoderLayer(16, 4, 32, 0.1)  # dropout passed where the record goes
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dropuot'"):
+        tl.EncoderLayer(16, 4, 32, dropuot=0.0)

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from .attention import DecoderCache, KVCache, MultiHeadAttention
-from .layers import LayerStack, PositionwiseFeedForward, ResidualSublayer
+from .layers import BlockOptions, LayerStack
 
 __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
@@ -22,26 +22,19 @@ class DecoderLayer(nn.Module):
         d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-        norm: str = "layernorm",
-        bias: bool = True,
-        num_kv_heads: int | None = None,
-        rope_theta: float | None = None,
-        d_k: int | None = None,
-        d_v: int | None = None,
+        options: BlockOptions | None = None,
+        **changes,
     ):
         super().__init__()
-        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads, d_k=d_k, d_v=d_v)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, rope_theta=rope_theta, **attention)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, **attention)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation, bias)
-        self.residual_self = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
-        self.residual_cross = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
-        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
+        o = BlockOptions.of(options, **changes)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, rope_theta=o.rope_theta, **o.attention()
+        )
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, **o.attention())
+        self.feed_forward = o.feed_forward(d_model, d_ff)
+        self.residual_self = o.residual(d_model)
+        self.residual_cross = o.residual(d_model)
+        self.residual_ff = o.residual(d_model)
 
     def forward(
         self,

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from .attention import DecoderCache, KVCache, MultiHeadAttention
-from .layers import LayerStack, PositionwiseFeedForward, ResidualSublayer
+from .layers import BlockOptions, LayerStack
 
 __all__ = ["EncoderLayer", "Encoder"]
 
@@ -14,17 +14,11 @@ class EncoderLayer(nn.Module):
 
     Args:
         d_model, num_heads, d_ff: widths and head count (notation: NOTATION.md).
-        dropout: ``P_drop`` on each sublayer's output.
-        attention_dropout: dropout on the attention weights (not in the paper; 0 by default).
-        norm_first: pre-LN instead of the paper's post-LN.
-        activation: the feed-forward nonlinearity, a name from :data:`~transformer_lib.layers.FFN_ACTIVATIONS`
-            ("swiglu": a gated feed-forward).
-        layer_norm_eps: ``eps`` of both norms.
-        norm: "layernorm" (the paper) or "rmsnorm" (Llama), for both residual sublayers.
-        bias: whether every projection (attention and feed-forward) has a bias; Llama's have none.
-        num_kv_heads: key/value heads of the self-attention (grouped-query; ``None``: ``num_heads``).
-        rope_theta: rotary positions in the self-attention with this ``theta`` (``None``: none).
-        d_k, d_v: per-head widths of queries/keys and of values (``None``: ``d_model // num_heads``).
+        options: a :class:`~transformer_lib.layers.BlockOptions` (default: the paper's block):
+            dropout, norm placement and kind, activation, biases, key/value heads, rotary
+            positions, per-head widths.
+        **changes: fields of ``options`` to change, by keyword:
+            ``EncoderLayer(32, 4, 64, dropout=0.0)``.
     """
 
     def __init__(
@@ -32,24 +26,17 @@ class EncoderLayer(nn.Module):
         d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-        norm: str = "layernorm",
-        bias: bool = True,
-        num_kv_heads: int | None = None,
-        rope_theta: float | None = None,
-        d_k: int | None = None,
-        d_v: int | None = None,
+        options: BlockOptions | None = None,
+        **changes,
     ):
         super().__init__()
-        attention = dict(dropout=attention_dropout, bias=bias, num_kv_heads=num_kv_heads, d_k=d_k, d_v=d_v)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, rope_theta=rope_theta, **attention)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, activation, bias)
-        self.residual_attn = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
-        self.residual_ff = ResidualSublayer(d_model, dropout, norm_first, layer_norm_eps, norm)
+        o = BlockOptions.of(options, **changes)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, rope_theta=o.rope_theta, **o.attention()
+        )
+        self.feed_forward = o.feed_forward(d_model, d_ff)
+        self.residual_attn = o.residual(d_model)
+        self.residual_ff = o.residual(d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
         """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``.

@@ -31,7 +31,7 @@ from .data import StringProgramTask, make_batch
 from .decode import exact_match
 from .model import Transformer, TransformerConfig, count_parameters, head_width
 from .runtime import pick_device
-from .train import TrainingRecipe, make_trainer, perplexity
+from .train import CPU_RECIPE, TrainingRecipe, make_trainer, perplexity
 
 __all__ = [
     "Row",
@@ -64,8 +64,8 @@ COLUMNS = [
     "dev_loss", "dev_ppl", "exact_match", "gen_exact_match",
 ]
 
-# Changes a row may make to the base model: each is a field of TransformerConfig.
-_ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "label_smoothing", "positional"}
+# Changes a row may make to the base: fields of TransformerConfig, and the recipe's eps_ls.
+_ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "eps_ls", "positional"}
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,8 @@ class Row:
 
     ``changes`` keys (fields of :class:`~transformer_lib.TransformerConfig`): ``num_layers`` (N), ``d_model``,
     ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width; values keep ``d_v = d_model // h``), ``dropout``
-    (P_drop), ``label_smoothing`` (eps_ls), ``positional``
-    (``"learned"`` or ``"sinusoidal"``).
+    (P_drop), ``positional`` (``"learned"`` or ``"sinusoidal"``); and ``eps_ls``, the label
+    smoothing of the training recipe (:class:`~transformer_lib.train.TrainingRecipe`).
     """
 
     name: str
@@ -137,8 +137,8 @@ def _rows(d_model: int, h: int, d_ff: int, num_layers: int, full: bool) -> tuple
         # (D) regularisation.
         (True, Row("D P_drop=0.0", "D", {"dropout": 0.0})),
         (False, Row("D P_drop=0.2", "D", {"dropout": 0.2})),
-        (True, Row("D eps_ls=0.0", "D", {"label_smoothing": 0.0})),
-        (True, Row("D eps_ls=0.2", "D", {"label_smoothing": 0.2})),
+        (True, Row("D eps_ls=0.0", "D", {"eps_ls": 0.0})),
+        (True, Row("D eps_ls=0.2", "D", {"eps_ls": 0.2})),
         # (E) positions.
         (True, Row("E learned positions", "E", {"positional": "learned"})),
     ]
@@ -149,7 +149,7 @@ def _rows(d_model: int, h: int, d_ff: int, num_layers: int, full: bool) -> tuple
 GRIDS: dict[str, Grid] = {
     "cpu": Grid(
         "cpu",
-        base=dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.1, label_smoothing=0.1),
+        base=dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.1, eps_ls=0.1),
         rows=_rows(64, 4, 256, 2, full=False),
         steps=200,
         batch_size=32,
@@ -157,7 +157,7 @@ GRIDS: dict[str, Grid] = {
     ),
     "cuda": Grid(
         "cuda",
-        base=dict(d_model=256, num_heads=8, d_ff=1024, num_layers=4, dropout=0.1, label_smoothing=0.1),
+        base=dict(d_model=256, num_heads=8, d_ff=1024, num_layers=4, dropout=0.1, eps_ls=0.1),
         rows=_rows(256, 8, 1024, 4, full=True),
         steps=4000,
         batch_size=128,
@@ -200,7 +200,7 @@ PAPER_TABLE3: dict[str, dict] = {
 
 # Which column of the paper's table each change of a row moves.
 _PAPER_FIELDS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h", "d_k": "d_k",
-                 "dropout": "P_drop", "label_smoothing": "eps_ls"}
+                 "dropout": "P_drop", "eps_ls": "eps_ls"}
 
 
 def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
@@ -231,8 +231,16 @@ def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
 
 
 def _config(grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64) -> TransformerConfig:
-    """The row's :class:`TransformerConfig`: the grid's base with the row's changes (``d_k`` included)."""
-    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **{**grid.base, **row.changes})
+    """The row's :class:`TransformerConfig`: the grid's base with the row's changes (``d_k``
+    included), less ``eps_ls``, which is the recipe's (:func:`_recipe`)."""
+    fields = {key: value for key, value in {**grid.base, **row.changes}.items() if key != "eps_ls"}
+    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **fields)
+
+
+def _recipe(grid: Grid, row: Row) -> TrainingRecipe:
+    """The row's :class:`~transformer_lib.train.TrainingRecipe`: the grid's budget, its eps_ls."""
+    eps_ls = row.changes.get("eps_ls", grid.base.get("eps_ls", CPU_RECIPE.eps_ls))
+    return TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, eps_ls)
 
 
 def evaluate(model: Transformer, pairs: Sequence[tuple[str, str]], vocab, batch_size: int = 500) -> tuple[float, float]:
@@ -254,7 +262,7 @@ def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = No
     """
     task = task if task is not None else StringProgramTask()
     config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
-    recipe = TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, config.label_smoothing)
+    recipe = _recipe(grid, row)
     started, cpu_started = time.perf_counter(), time.process_time()
     trainer = make_trainer(config, recipe, seed, device)
     model = trainer.model
@@ -266,7 +274,7 @@ def run_one(grid: Grid, row: Row, seed: int, task: StringProgramTask | None = No
     return {
         "grid": grid.name, "group": row.group, "config": row.name, "seed": seed,
         "N": config.num_layers, "d_model": config.d_model, "d_ff": config.d_ff, "h": config.num_heads,
-        "d_k": head_width(config), "P_drop": config.dropout, "eps_ls": config.label_smoothing,
+        "d_k": head_width(config), "P_drop": config.dropout, "eps_ls": recipe.eps_ls,
         "positional": config.positional,
         "parameters": count_parameters(model)["total"], "steps": grid.steps, "batch_size": grid.batch_size,
         "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),

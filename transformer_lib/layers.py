@@ -7,9 +7,11 @@ projections) are arguments here, so that the models read one config field each a
 GPT-2, BERT, MarianMT and Llama (``interop.from_huggingface``).
 """
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +35,7 @@ __all__ = [
     "GATED_ACTIVATIONS",
     "FFN_ACTIVATIONS",
     "SINUSOID_LAYOUTS",
+    "BlockOptions",
     "LayerStack",
 ]
 
@@ -339,10 +342,75 @@ def _position_rows(x: torch.Tensor, start: int, max_len: int, d_model: int, owne
     return slice(start, start + length)
 
 
+@dataclass(frozen=True)
+class BlockOptions:
+    """Everything an :class:`~transformer_lib.EncoderLayer` or ``DecoderLayer`` is besides its
+    sizes ``d_model``, ``num_heads``, ``d_ff``; the defaults are the paper's block. A config makes
+    one with ``model.block_options(config)``; a layer built by hand takes one, or changes fields
+    by keyword: ``EncoderLayer(32, 4, 64, dropout=0.0, norm_first=True)``.
+
+    Fields:
+        dropout: ``P_drop`` on each sublayer's output.
+        attention_dropout: dropout on the attention weights (not in the paper).
+        norm_first: pre-LN instead of the paper's post-LN.
+        activation: the feed-forward nonlinearity, a name from :data:`FFN_ACTIVATIONS`
+            ("swiglu": gated).
+        layer_norm_eps: ``eps`` of every norm.
+        norm: "layernorm" (the paper) or "rmsnorm" (Llama), in every residual sublayer and the
+            final norm.
+        bias: whether every projection (attention and feed-forward) has a bias; Llama's have none.
+        num_kv_heads: key/value heads of the self-attention (grouped-query; ``None``:
+            ``num_heads``).
+        rope_theta: rotary positions in the self-attention with this ``theta`` (``None``: none).
+        d_k, d_v: per-head widths of queries/keys and of values (``None``:
+            ``d_model // num_heads``).
+    """
+
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    norm_first: bool = False
+    activation: str = "relu"
+    layer_norm_eps: float = 1e-5
+    norm: str = "layernorm"
+    bias: bool = True
+    num_kv_heads: int | None = None
+    rope_theta: float | None = None
+    d_k: int | None = None
+    d_v: int | None = None
+
+    @classmethod
+    def of(cls, options: "BlockOptions | None" = None, **changes) -> "BlockOptions":
+        """``options`` (default: the paper's) with ``changes``, the keywords a layer was given."""
+        if options is None:
+            options = cls()
+        elif not isinstance(options, cls):
+            raise TypeError(
+                f"options must be a BlockOptions, got {type(options).__name__} {options!r:.40}. "
+                "Pass dropout and the other options by keyword: EncoderLayer(32, 4, 64, dropout=0)."
+            )
+        return dataclasses.replace(options, **changes)
+
+    def attention(self) -> dict:
+        """The keyword arguments of a layer's ``MultiHeadAttention`` (``rope_theta`` aside: only
+        self-attention rotates)."""
+        widths = dict(num_kv_heads=self.num_kv_heads, d_k=self.d_k, d_v=self.d_v)
+        return dict(dropout=self.attention_dropout, bias=self.bias, **widths)
+
+    def feed_forward(self, d_model: int, d_ff: int) -> "PositionwiseFeedForward":
+        return PositionwiseFeedForward(d_model, d_ff, self.activation, self.bias)
+
+    def residual(self, d_model: int) -> "ResidualSublayer":
+        return ResidualSublayer(
+            d_model, self.dropout, self.norm_first, self.layer_norm_eps, self.norm
+        )
+
+
 class LayerStack(nn.Module):
-    """``num_layers`` copies of ``layer_class``; with pre-LN, a final norm of the kind ``norm`` (the residual
-    stream is never normalised otherwise). The base of ``Encoder`` and ``Decoder``, which set ``layer_class``
-    and ``forward``; the other arguments are those of ``EncoderLayer`` and ``DecoderLayer``."""
+    """``num_layers`` copies of ``layer_class``; with pre-LN, a final norm of the kind
+    ``options.norm`` (the residual stream is never normalised otherwise). The base of ``Encoder``
+    and ``Decoder``, which set ``layer_class`` and ``forward``. ``options`` (a
+    :class:`BlockOptions`) and keyword changes to it, as for ``EncoderLayer``:
+    ``Encoder(6, 32, 4, 64, dropout=0.0, norm_first=True)``."""
 
     layer_class: type[nn.Module]
 
@@ -352,32 +420,14 @@ class LayerStack(nn.Module):
         d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        norm_first: bool = False,
-        activation: str = "relu",
-        layer_norm_eps: float = 1e-5,
-        norm: str = "layernorm",
-        bias: bool = True,
-        num_kv_heads: int | None = None,
-        rope_theta: float | None = None,
-        d_k: int | None = None,
-        d_v: int | None = None,
+        options: BlockOptions | None = None,
+        **changes,
     ):
         super().__init__()
         check_positive_ints(num_layers=num_layers)
-        options = dict(
-            activation=activation,
-            layer_norm_eps=layer_norm_eps,
-            norm=norm,
-            bias=bias,
-            num_kv_heads=num_kv_heads,
-            rope_theta=rope_theta,
-            d_k=d_k,
-            d_v=d_v,
-        )
+        o = BlockOptions.of(options, **changes)
         self.layers = nn.ModuleList(
-            self.layer_class(d_model, num_heads, d_ff, dropout, attention_dropout, norm_first, **options)
-            for _ in range(num_layers)
+            self.layer_class(d_model, num_heads, d_ff, o) for _ in range(num_layers)
         )
-        self.final_norm = make_norm(norm, d_model, layer_norm_eps) if norm_first else nn.Identity()
+        final_norm = make_norm(o.norm, d_model, o.layer_norm_eps) if o.norm_first else nn.Identity()
+        self.final_norm = final_norm

@@ -24,8 +24,16 @@ from .decode import autoregress, greedy
 from .encoder import Encoder
 from .layers import LayerNorm, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
-from .model import block_options, check_config, config_repr, init_projections, make_positions, option
-from .train import IGNORE_INDEX, Trainer, perplexity
+from .model import (
+    ModelOptions,
+    block_options,
+    check_config,
+    config_repr,
+    init_projections,
+    make_positions,
+    option,
+)
+from .train import IGNORE_INDEX, LM_BATCHES, Trainer, perplexity
 
 __all__ = [
     "LMConfig",
@@ -46,21 +54,21 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class LMConfig:
+class LMConfig(ModelOptions):
     """Sizes and options of a :class:`DecoderOnlyLM` or :class:`MaskedLM` (NOTATION.md for the symbols).
 
     ``positional``: ``"learned"`` (GPT-2, BERT) or ``"sinusoidal"`` (the paper). ``norm_first``: pre-LN
     (GPT-2) or post-LN (BERT, the paper). ``pad_id=None``: no padding token (GPT-2 has none; with an int, that
     embedding row starts at zero and :class:`MaskedLM` hides that token from attention unless given a mask).
 
-    The options after ``pad_id`` default to the paper's block and make the same models GPT-2 and BERT
-    (``interop.from_huggingface``): ``activation``, ``scale_embeddings``, ``layer_norm_eps``,
-    ``embedding_norm``, ``sinusoid_layout`` and ``attention_dropout`` as in :class:`TransformerConfig`;
-    ``type_vocab_size`` (BERT's token-type, or segment, embeddings: that many rows, added to the token vectors;
-    0: none) and ``tie_embeddings`` (True: the output projection is the token embedding's matrix, as in the
-    paper, GPT-2 and BERT; False: a matrix of its own). ``norm``, ``rope_theta`` (with ``positional="rope"``),
-    ``n_kv_heads`` and ``bias`` make it Llama (the option table at the top of ``model.py``); :meth:`llama_like`
-    shows them together. ``d_k`` and ``d_v`` set the per-head widths (``None``: ``d_model // num_heads``).
+    The options default to the paper's block and make the same models GPT-2, BERT and Llama
+    (``interop.from_huggingface``). Those both configs share are declared once in
+    :class:`~transformer_lib.model.ModelOptions` (``activation``, ``norm``, ``n_kv_heads``, ...);
+    this one adds ``attention_dropout`` (a field of :class:`TransformerConfig`),
+    ``type_vocab_size`` (BERT's token-type, or segment, embeddings: that many rows, added to the
+    token vectors; 0: none) and ``tie_embeddings`` (True: the output projection is the token
+    embedding's matrix, as in the paper, GPT-2 and BERT; False: a matrix of its own).
+    :meth:`llama_like` shows Llama's options together.
     """
 
     vocab_size: int
@@ -73,20 +81,9 @@ class LMConfig:
     positional: str = "learned"
     norm_first: bool = True
     pad_id: int | None = 0
-    activation: str = option("relu")
-    scale_embeddings: bool = option(True)
-    layer_norm_eps: float = option(1e-5)
-    embedding_norm: bool = option(False)
-    sinusoid_layout: str = option("interleaved")
     attention_dropout: float = option(0.0)
     type_vocab_size: int = option(0)
     tie_embeddings: bool = option(True)
-    norm: str = option("layernorm")
-    rope_theta: float = option(10000.0)
-    n_kv_heads: int | None = option(None)
-    bias: bool = option(True)
-    d_k: int | None = option(None)
-    d_v: int | None = option(None)
 
     __repr__ = config_repr
 
@@ -183,7 +180,7 @@ class _EncoderStackLM(nn.Module):
         self.config = c = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id, scale=c.scale_embeddings)
         self.positions = make_positions(c)
-        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, **block_options(c))
+        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, block_options(c))
         init_projections(self)
         # Options (None when off, so a default model has exactly the modules and parameters it always had):
         self.token_type_embed = None  # BERT's segment embeddings, added to the token vectors
@@ -425,31 +422,22 @@ def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Te
 
 
 class LanguageModelTrainer(Trainer):
-    """A :class:`~transformer_lib.Trainer` for language models: the same steps, schedule, checkpoints and history,
-    on batches ``(inputs (B, T), targets (B, T))`` such as :meth:`PythonSourceCorpus.batch` returns (or
-    :func:`mask_tokens` makes). The loss is :func:`language_model_loss`; token accuracy counts the positions
-    whose target is not :data:`IGNORE_INDEX`.
+    """A :class:`~transformer_lib.Trainer` for language models: ``Trainer(..., batches=LM_BATCHES)``
+    with :func:`language_model_loss`. The same steps, schedule, checkpoints and history, on batches
+    ``(inputs (B, T), targets (B, T))`` such as :meth:`PythonSourceCorpus.batch` returns (or
+    :func:`mask_tokens` makes); token accuracy counts the targets that are not :data:`IGNORE_INDEX`.
     """
 
-    def __init__(self, model: nn.Module, optimizer, scheduler=None, clip_grad_norm: float | None = 1.0, device="cpu"):
-        super().__init__(model, optimizer, scheduler, language_model_loss, clip_grad_norm, device)
-
-    def _check_batch(self, batch: tuple[torch.Tensor, torch.Tensor]) -> None:
-        if not (isinstance(batch, tuple) and len(batch) == 2 and all(isinstance(t, torch.Tensor) for t in batch)):
-            raise TypeError(
-                f"a language-model batch is a tuple (inputs, targets) of tensors, got {type(batch).__name__}"
-            )
-        inputs, targets = batch
-        if inputs.shape != targets.shape or inputs.dim() != 2:
-            raise ValueError(
-                f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and {tuple(targets.shape)}"
-            )
-        if not (targets != IGNORE_INDEX).any():
-            raise ValueError("every target of this batch is IGNORE_INDEX: there is nothing to learn from it")
-
-    def _forward(self, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        inputs, targets = (t.to(self.device) for t in batch)
-        return self.model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer,
+        scheduler=None,
+        clip_grad_norm: float | None = 1.0,
+        device="cpu",
+    ):
+        loss = language_model_loss
+        super().__init__(model, optimizer, scheduler, loss, clip_grad_norm, device, LM_BATCHES)
 
 
 @torch.no_grad()

@@ -22,6 +22,7 @@ from .layers import (
     FFN_ACTIVATIONS,
     NORMS,
     SINUSOID_LAYOUTS,
+    BlockOptions,
     LearnedPositionalEncoding,
     PositionalEncoding,
     RotaryPositions,
@@ -35,6 +36,7 @@ __all__ = [
     "head_width",
     "make_positions",
     "block_options",
+    "ModelOptions",
     "init_projections",
     "TransformerConfig",
     "Transformer",
@@ -43,27 +45,48 @@ __all__ = [
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")
 
-# The options every model config has besides its sizes, with the paper's choice as the default. They are
-# declared with ``option()`` (repr=False): a config prints them only when they differ from the paper's (see
-# ``config_repr``), so a config made without them prints as it always did.
-#   activation        "relu" (paper) | "gelu" (BERT) | "gelu_tanh" (GPT-2) | "silu" (MarianMT)   -> layers.ACTIVATIONS
-#                     | "swiglu" (Llama): gated, down(silu(gate(x)) * up(x)), hidden width d_ff  -> GATED_ACTIVATIONS
-#   scale_embeddings  True: token vectors times sqrt(d_model) (paper §3.4); False: GPT-2, BERT    -> TokenEmbedding
-#   layer_norm_eps    1e-5 (nn.LayerNorm, GPT-2, Marian); 1e-12 (BERT)                           -> every LayerNorm
-#   embedding_norm    False; True: LayerNorm(token + position) before the dropout (BERT)         -> positions
-#   sinusoid_layout   "interleaved" (paper formula) | "halves" (sines, then cosines: MarianMT)  -> sinusoidal_encoding
-#   attention_dropout 0.0 (paper); dropout on the attention weights (GPT-2, BERT, Marian: 0.1)   -> MultiHeadAttention
-#   norm              "layernorm" (paper) | "rmsnorm" (Llama): every sublayer's norm, the final one -> layers.make_norm
-#   rope_theta        10000.0; the base of the rotary frequencies, read with positional="rope"   -> attention.apply_rope
-#   n_kv_heads        None (= num_heads, paper); fewer: grouped-query, 1: multi-query (Llama)    -> MultiHeadAttention
-#   bias              True (paper); False: no bias in any attention or feed-forward Linear (Llama) -> both
-#   d_k, d_v          None (= d_model // num_heads, paper); per-head widths (Table 3 rows B)    -> MultiHeadAttention
-# positional="rope" (Llama) is a value of the existing ``positional`` field: nothing is added to the token vectors,
-# each self-attention rotates its queries and keys (layers.RotaryPositions, attention.apply_rope).
 
 def option(default):
-    """A config field for one of the options above: kept out of the printed config while it is the default."""
+    """A config field for an option: kept out of the printed config while it is the default."""
     return field(default=default, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelOptions:
+    """The options both model configs (:class:`TransformerConfig`, ``lm.LMConfig``) share besides
+    their sizes, declared once here, with the paper's choice as the default. They are keyword-only
+    and print only when they differ from the paper's (:func:`config_repr`), so a config made
+    without them prints as it always did.
+
+    activation        "relu" (paper) | "gelu" (BERT) | "gelu_tanh" (GPT-2) | "silu" (MarianMT)
+                      | "swiglu" (Llama): gated, down(silu(gate(x)) * up(x)), hidden width d_ff
+    scale_embeddings  True: token vectors times sqrt(d_model) (paper §3.4); False: GPT-2, BERT
+    layer_norm_eps    1e-5 (nn.LayerNorm, GPT-2, Marian); 1e-12 (BERT); every norm
+    embedding_norm    False; True: LayerNorm(token + position) before the dropout (BERT)
+    sinusoid_layout   "interleaved" (paper formula) | "halves" (sines, then cosines: MarianMT)
+    norm              "layernorm" (paper) | "rmsnorm" (Llama): every sublayer's norm, the final one
+    rope_theta        10000.0; the base of the rotary frequencies, read with positional="rope"
+    n_kv_heads        None (= num_heads, paper); fewer: grouped-query, 1: multi-query (Llama)
+    bias              True (paper); False: no bias in any attention or feed-forward Linear (Llama)
+    d_k, d_v          None (= d_model // num_heads, paper); per-head widths (Table 3 rows B)
+
+    positional="rope" (Llama) is a value of each config's ``positional`` field: nothing is added
+    to the token vectors, each self-attention rotates its queries and keys
+    (layers.RotaryPositions, attention.apply_rope). The block's share of them reaches the layers
+    as one :class:`~transformer_lib.layers.BlockOptions` (:func:`block_options`).
+    """
+
+    activation: str = option("relu")
+    scale_embeddings: bool = option(True)
+    layer_norm_eps: float = option(1e-5)
+    embedding_norm: bool = option(False)
+    sinusoid_layout: str = option("interleaved")
+    norm: str = option("layernorm")
+    rope_theta: float = option(10000.0)
+    n_kv_heads: int | None = option(None)
+    bias: bool = option(True)
+    d_k: int | None = option(None)
+    d_v: int | None = option(None)
 
 
 def config_repr(config) -> str:
@@ -72,8 +95,10 @@ def config_repr(config) -> str:
     Configs made with the paper's choices print exactly as before the options existed (the notebooks show them);
     a GPT-2 config prints ``..., activation='gelu_tanh', scale_embeddings=False, ...`` after the usual fields.
     """
+    fields = dataclasses.fields(config)
     shown = []
-    for f in dataclasses.fields(config):
+    # Sizes and paper fields first, then options (a subclass's own after the shared ones).
+    for f in [f for f in fields if f.repr] + [f for f in fields if not f.repr]:
         value = getattr(config, f.name)
         if f.repr or value != f.default:
             shown.append(f"{f.name}={value!r}")
@@ -160,13 +185,13 @@ def make_positions(config) -> nn.Module:
     return LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout, **norm)
 
 
-def block_options(config) -> dict:
-    """The keyword arguments of an :class:`~transformer_lib.Encoder` or ``Decoder`` that a config sets besides
-    the sizes (both model families build their stacks from this one dict): dropouts, norm placement and kind,
-    activation, biases, key/value heads, per-head widths ``d_k``/``d_v``, and ``rope_theta`` when
-    ``positional="rope"`` (else ``None``)."""
+def block_options(config) -> BlockOptions:
+    """The :class:`~transformer_lib.layers.BlockOptions` of a config's layers (both model families
+    build their stacks from it): dropouts, norm placement and kind, activation, biases, key/value
+    heads, per-head widths ``d_k``/``d_v``, and ``rope_theta`` when ``positional="rope"`` (else
+    ``None``)."""
     c = config
-    return dict(
+    return BlockOptions(
         dropout=c.dropout,
         attention_dropout=c.attention_dropout,
         norm_first=c.norm_first,
@@ -191,7 +216,7 @@ def init_projections(model: nn.Module) -> None:
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
+class TransformerConfig(ModelOptions):
     """Every size and option of a :class:`Transformer`. The presets below are the ones the course uses.
 
     With ``share_embeddings=True`` (the paper's choice for its shared source/target BPE vocabulary) the source
@@ -201,14 +226,13 @@ class TransformerConfig:
     ``pad_id`` is the padding token of both vocabularies, so ``0 <= pad_id < min(src_vocab_size, tgt_vocab_size)``.
     Every field is checked when the config is made, and an error names the field and its value.
 
-    The options after ``positional`` default to the paper; they let the same model be MarianMT
-    (``interop.from_huggingface``): ``activation``, ``scale_embeddings``, ``layer_norm_eps``, ``embedding_norm``
-    and ``sinusoid_layout`` (the option table at the top of ``model.py``), ``output_bias`` (a bias
-    per target token on the output projection; Marian's ``final_logits_bias``) and ``num_decoder_layers`` (the
-    decoder's depth when it differs from the encoder's ``num_layers``; ``None``: the same). The modern options
-    ``norm``, ``rope_theta`` (with ``positional="rope"``), ``n_kv_heads``, ``bias``, ``d_k`` and ``d_v`` (per-head
-    widths; ``None``: ``d_model // num_heads``; Table 3 rows A and B) are those of the option table too; in the
-    encoder-decoder, rotary positions act in both self-attentions, never in cross-attention.
+    The options default to the paper; they let the same model be MarianMT
+    (``interop.from_huggingface``) or take Llama's block. Those both configs share are declared
+    once in :class:`ModelOptions` (``activation``, ``norm``, ``d_k``, ...); this one adds
+    ``output_bias`` (a bias per target token on the output projection; Marian's
+    ``final_logits_bias``) and ``num_decoder_layers`` (the decoder's depth when it differs from the
+    encoder's ``num_layers``; ``None``: the same). In the encoder-decoder, rotary positions act in
+    both self-attentions, never in cross-attention.
     """
 
     src_vocab_size: int
@@ -219,25 +243,13 @@ class TransformerConfig:
     num_layers: int = 6
     dropout: float = 0.1
     attention_dropout: float = 0.0
-    label_smoothing: float = 0.1
     norm_first: bool = False
     share_embeddings: bool = True
     max_len: int = 5000
     pad_id: int = 0
     positional: str = "sinusoidal"
-    activation: str = option("relu")
-    scale_embeddings: bool = option(True)
-    layer_norm_eps: float = option(1e-5)
-    embedding_norm: bool = option(False)
-    sinusoid_layout: str = option("interleaved")
     output_bias: bool = option(False)
     num_decoder_layers: int | None = option(None)
-    norm: str = option("layernorm")
-    rope_theta: float = option(10000.0)
-    n_kv_heads: int | None = option(None)
-    bias: bool = option(True)
-    d_k: int | None = option(None)
-    d_v: int | None = option(None)
 
     __repr__ = config_repr
 
@@ -245,7 +257,7 @@ class TransformerConfig:
         check_config(
             self,
             {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
-            probabilities=("dropout", "attention_dropout", "label_smoothing"),
+            probabilities=("dropout", "attention_dropout"),
             flags=("norm_first", "share_embeddings", "output_bias"),
         )
         if self.pad_id is None:
@@ -272,7 +284,8 @@ class TransformerConfig:
 
     @classmethod
     def paper_base(cls, vocab_size: int = 37000) -> "TransformerConfig":
-        """The paper's base model (Table 3): N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1, eps_ls=0.1."""
+        """The paper's base model (Table 3): N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1 (its
+        eps_ls=0.1 is the training recipe's, :class:`~transformer_lib.train.TrainingRecipe`)."""
         return cls(vocab_size, vocab_size)
 
     @classmethod
@@ -291,7 +304,6 @@ class TransformerConfig:
             d_ff=256,
             num_layers=1,
             dropout=0.0,
-            label_smoothing=0.0,
             max_len=256,
         )
 
@@ -320,9 +332,8 @@ class Transformer(nn.Module):
         )
         self.positions = make_positions(c)
         sizes = (c.d_model, c.num_heads, c.d_ff)
-        options = block_options(c)
-        self.encoder = Encoder(c.num_layers, *sizes, **options)
-        self.decoder = Decoder(c.decoder_layers, *sizes, **options)
+        self.encoder = Encoder(c.num_layers, *sizes, block_options(c))
+        self.decoder = Decoder(c.decoder_layers, *sizes, block_options(c))
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size, bias=c.output_bias)
         if c.share_embeddings:
             self.output_projection.weight = self.tgt_embed.weight  # one matrix: paper §3.4

@@ -28,6 +28,10 @@ __all__ = [
     "adam_with_warmup",
     "History",
     "Trainer",
+    "BatchKind",
+    "SEQ2SEQ_BATCHES",
+    "LM_BATCHES",
+    "counted_cross_entropy",
     "CheckpointError",
     "TrainingRecipe",
     "CPU_RECIPE",
@@ -156,12 +160,91 @@ _CHECKPOINT_KEYS = {"model", "optimizer", "scheduler", "step", "history", "rng_s
 _BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} steps |{bar}| {elapsed}<{remaining}{postfix}"
 
 
-class Trainer:
-    """Runs optimisation steps on batches drawn by step number, and saves or resumes all of its state.
+@dataclass(frozen=True)
+class BatchKind:
+    """What a :class:`Trainer` needs to know of one kind of batch: two functions.
 
-    ``get_batch(step)`` must return the batch for that step (the tasks in :mod:`transformer_lib.data` do), so a
-    resumed run sees the same data as an uninterrupted one. Without a ``loss_fn`` the loss is the plain
-    cross-entropy that ignores the model's ``pad_id``.
+    ``check(batch, loss_fn)`` raises a clear error for a batch there is nothing to learn from (or
+    that does not fit ``loss_fn``); ``forward(model, batch, device)`` runs the model and returns
+    ``(logits (B, T, V), target (B, T), counted (B, T) bool)``, ``counted`` the scored positions.
+    :data:`SEQ2SEQ_BATCHES` reads :class:`~transformer_lib.data.Batch` es, :data:`LM_BATCHES` the
+    language models' ``(inputs, targets)`` pairs.
+    """
+
+    check: Callable[[object, Callable | None], None]
+    forward: Callable[[nn.Module, object, torch.device], tuple[torch.Tensor, ...]]
+
+
+def _check_seq2seq_batch(batch: Batch, loss_fn: Callable | None) -> None:
+    loss_pad_id = getattr(loss_fn, "pad_id", batch.pad_id)
+    if loss_pad_id != batch.pad_id:
+        raise ValueError(
+            f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}"
+        )
+    if batch.num_target_tokens == 0:
+        raise ValueError(
+            f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id "
+            f"is pad_id={batch.pad_id}): there is nothing to learn from it"
+        )
+
+
+def _seq2seq_forward(model: nn.Module, batch: Batch, device: torch.device) -> tuple:
+    """Teacher forcing: the decoder reads ``tgt_in``, scored on ``tgt_out`` where not padding."""
+    batch = batch.to(device)
+    logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
+    return logits, batch.tgt_out, batch.tgt_out != batch.pad_id  # (B, T, V), (B, T), (B, T)
+
+
+def _check_lm_batch(batch: tuple[torch.Tensor, torch.Tensor], loss_fn: Callable | None) -> None:
+    pair = isinstance(batch, tuple) and len(batch) == 2
+    if not (pair and all(isinstance(t, torch.Tensor) for t in batch)):
+        raise TypeError(
+            "a language-model batch is a tuple (inputs, targets) of tensors, "
+            f"got {type(batch).__name__}"
+        )
+    inputs, targets = batch
+    if inputs.shape != targets.shape or inputs.dim() != 2:
+        raise ValueError(
+            f"inputs and targets must both be (B, T), got {tuple(inputs.shape)} and "
+            f"{tuple(targets.shape)}"
+        )
+    if not (targets != IGNORE_INDEX).any():
+        raise ValueError(
+            "every target of this batch is IGNORE_INDEX: there is nothing to learn from it"
+        )
+
+
+def _lm_forward(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], device) -> tuple:
+    """Next-token or masked-token prediction, scored where the target is not IGNORE_INDEX."""
+    inputs, targets = (t.to(device) for t in batch)
+    return model(inputs), targets, targets != IGNORE_INDEX  # (B, T, V), (B, T), (B, T)
+
+
+# The encoder-decoder's Batch; the language models' (inputs (B, T), targets (B, T)).
+SEQ2SEQ_BATCHES = BatchKind(_check_seq2seq_batch, _seq2seq_forward)
+LM_BATCHES = BatchKind(_check_lm_batch, _lm_forward)
+
+
+def counted_cross_entropy(
+    logits: torch.Tensor, target: torch.Tensor, counted: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
+    """Cross-entropy of ``logits (B, T, V)`` against ``target (B, T)`` at the ``counted (B, T)``
+    positions only (no label smoothing): :class:`Trainer`'s default loss and :func:`perplexity`."""
+    target = target.masked_fill(~counted, IGNORE_INDEX)  # (B, T)
+    return F.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE_INDEX, reduction=reduction
+    )
+
+
+class Trainer:
+    """Runs optimisation steps on batches drawn by step number, and saves or resumes all its state.
+
+    ``get_batch(step)`` must return the batch for that step (the tasks in
+    :mod:`transformer_lib.data` do), so a resumed run sees the same data as an uninterrupted one.
+    ``batches`` says how a batch is checked and run (:class:`BatchKind`: :data:`SEQ2SEQ_BATCHES`
+    by default, :data:`LM_BATCHES` for the language models). ``loss_fn(logits, target)`` is the
+    loss; without one, the plain cross-entropy over the counted positions (for a
+    :class:`~transformer_lib.data.Batch`, every target that is not padding).
     """
 
     def __init__(
@@ -169,13 +252,13 @@ class Trainer:
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
         scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
-        loss_fn: nn.Module | None = None,
+        loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
         clip_grad_norm: float | None = 1.0,
         device: torch.device | str = "cpu",
+        batches: BatchKind = SEQ2SEQ_BATCHES,
     ):
         self.model, self.optimizer, self.scheduler = model.to(device), optimizer, scheduler
-        pad_id = model.config.pad_id if isinstance(model, Transformer) else 0
-        self.loss_fn = loss_fn if loss_fn is not None else LabelSmoothingLoss(0.0, pad_id)
+        self.loss_fn, self.batches = loss_fn, batches
         self.clip_grad_norm, self.device = clip_grad_norm, torch.device(device)
         self.step = 0
         self.history = History()
@@ -188,10 +271,14 @@ class Trainer:
         and FloatingPointError when the loss is not finite; warns (:class:`DivergenceWarning`) once when the
         loss exceeds ``DIVERGENCE_FACTOR`` times the first step's.
         """
-        self._check_batch(batch)
+        self.batches.check(batch, self.loss_fn)
         self.model.train()
-        logits, target, counted = self._forward(batch)  # (B, T, V), (B, T), (B, T) bool: positions scored
-        loss = self.loss_fn(logits, target)
+        logits, target, counted = self.batches.forward(self.model, batch, self.device)
+        # logits (B, T, V), target (B, T), counted (B, T) bool: the positions scored
+        if self.loss_fn is not None:
+            loss = self.loss_fn(logits, target)
+        else:
+            loss = counted_cross_entropy(logits, target, counted)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at step {self.step}; lower the learning rate")
         self._warn_if_diverging(loss.item())
@@ -208,25 +295,6 @@ class Trainer:
         self.history.token_accuracy.append(accuracy)
         self.history.lr.append(self.optimizer.param_groups[0]["lr"])
         return loss.item()
-
-    # The two methods below are what a batch of another kind changes (lm.LanguageModelTrainer overrides them).
-
-    def _check_batch(self, batch: Batch) -> None:
-        loss_pad_id = getattr(self.loss_fn, "pad_id", batch.pad_id)
-        if loss_pad_id != batch.pad_id:
-            raise ValueError(f"the batch pads with id {batch.pad_id} but the loss ignores pad_id={loss_pad_id}")
-        if batch.num_target_tokens == 0:
-            raise ValueError(
-                f"batch of shape {tuple(batch.tgt_out.shape)} has no target token (every tgt_out id is "
-                f"pad_id={batch.pad_id}): there is nothing to learn from it"
-            )
-
-    def _forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Teacher forcing: the decoder reads ``tgt_in`` and is scored on ``tgt_out`` wherever it is not padding.
-        Returns ``(logits (B, T, V), target (B, T), counted (B, T) bool)``."""
-        batch = batch.to(self.device)
-        logits = self.model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-        return logits, batch.tgt_out, batch.tgt_out != batch.pad_id
 
     def _warn_if_diverging(self, loss: float) -> None:
         if self.history.loss and not self._warned_divergence and loss > DIVERGENCE_FACTOR * self.history.loss[0]:
@@ -404,20 +472,16 @@ def train_task(
 ) -> Trainer:
     """Train a fresh model on ``task`` with ``recipe`` and return the trainer (``trainer.model`` is the model).
 
-    ``config`` defaults to ``TransformerConfig.cpu_tiny`` with the recipe's label smoothing and the task's
-    ``pad_id``; a config you pass must agree with both. Keyword arguments change fields of the recipe:
-    ``train_task(task, steps=300)`` is ``train_task(task, recipe=CPU_RECIPE.replace(steps=300))``.
+    ``config`` defaults to ``TransformerConfig.cpu_tiny`` with the task's ``pad_id``; a config you
+    pass must pad with it too. The label smoothing is the recipe's ``eps_ls``. Keyword arguments
+    change fields of the recipe: ``train_task(task, steps=300)`` is
+    ``train_task(task, recipe=CPU_RECIPE.replace(steps=300))``.
     Notebook 06 builds the same loop piece by piece.
     """
     recipe = recipe.replace(**recipe_changes)
     pad_id = task.vocab.pad_id
     if config is None:
-        config = TransformerConfig.cpu_tiny(len(task.vocab)).replace(label_smoothing=recipe.eps_ls, pad_id=pad_id)
-    if config.label_smoothing != recipe.eps_ls:
-        raise ValueError(
-            f"config.label_smoothing={config.label_smoothing} but recipe.eps_ls={recipe.eps_ls}: make them equal "
-            f"(for example train_task(..., eps_ls={config.label_smoothing}))"
-        )
+        config = TransformerConfig.cpu_tiny(len(task.vocab)).replace(pad_id=pad_id)
     if config.pad_id != pad_id:
         raise ValueError(f"config.pad_id={config.pad_id} but the task's vocabulary pads with {pad_id}")
     trainer = make_trainer(config, recipe, seed, device)
@@ -435,26 +499,22 @@ def make_trainer(
     """The one path from a config to a ready trainer: seed, a fresh :class:`Transformer`, Adam, the smoothed loss.
 
     Args:
-        config: the model; its ``label_smoothing`` is the loss's ``eps`` and must equal ``recipe.eps_ls``.
-        recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay` (the batch size is the
-            caller's, who draws the batches).
+        config: the model.
+        recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay`, and
+            ``eps_ls``, the loss's label smoothing (the batch size is the caller's, who draws the
+            batches).
         seed: seeds every generator before the weights are drawn: one seed, one initial model.
         optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g. :func:`paper_optimizer`.
     Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`, ``experiments.run_one``
     and ``results/label_smoothing.py`` all start here.
     """
-    if config.label_smoothing != recipe.eps_ls:
-        raise ValueError(
-            f"config.label_smoothing={config.label_smoothing} but recipe.eps_ls={recipe.eps_ls}. "
-            f"Make them equal (for example recipe.replace(eps_ls={config.label_smoothing}))."
-        )
     seed_everything(seed)
     model = Transformer(config)
     if optimizer is None:
         optim, scheduler = adam_with_warmup(model, recipe.lr, recipe.warmup, recipe.steps)
     else:
         optim, scheduler = optimizer(model)
-    loss = LabelSmoothingLoss(config.label_smoothing, config.pad_id)
+    loss = LabelSmoothingLoss(recipe.eps_ls, config.pad_id)
     return Trainer(model, optim, scheduler, loss, device=device)
 
 
@@ -473,16 +533,10 @@ def perplexity(model: nn.Module, batches: Iterable) -> float:
     device = next(model.parameters(), torch.empty(0)).device
     total, count = 0.0, 0
     for batch in batches:
-        if isinstance(batch, Batch):
-            batch = batch.to(device)
-            logits = model(batch.src, batch.tgt_in, batch.src_mask, batch.tgt_mask)  # (B, T, V)
-            targets = batch.tgt_out.masked_fill(batch.tgt_out == batch.pad_id, IGNORE_INDEX)  # (B, T)
-        else:
-            inputs, targets = (t.to(device) for t in batch)
-            logits = model(inputs)  # (B, T, V)
-        total += F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX,
-                                 reduction="sum").item()
-        count += int((targets != IGNORE_INDEX).sum())
+        kind = SEQ2SEQ_BATCHES if isinstance(batch, Batch) else LM_BATCHES
+        logits, target, counted = kind.forward(model, batch, device)  # (B, T, V), (B, T) x2
+        total += counted_cross_entropy(logits, target, counted, reduction="sum").item()
+        count += int(counted.sum())
     if count == 0:
         raise ValueError("perplexity needs at least one counted target token. Pass batches with real targets.")
     return math.exp(total / count)

@@ -184,7 +184,6 @@ def model_config(recipe: TranslationRecipe, vocab_size: int, pad_id: int = 0) ->
         d_ff=recipe.d_ff,
         num_layers=recipe.num_layers,
         dropout=recipe.dropout,
-        label_smoothing=recipe.eps_ls,
         share_embeddings=True,
         max_len=recipe.max_len,
         pad_id=pad_id,
