@@ -4,13 +4,13 @@
 that its ``tl.checks`` function passes; ``WRONG_ANSWERS``, a typical wrong answer to each exercise
 with words its hint must contain; and ``ANSWERS``, a model answer to each Think/Experiment question,
 keyed by its number. ``make solutions`` puts these into the notebooks and runs them. Which exercises
-and questions exist comes from the registry of ``transformer_lib.checks``, never from here.
+and questions exist comes from the registry of ``transformer_lib.teaching.checks``, never from here.
 """
 
 import importlib
 import pathlib
 
-from transformer_lib.checks import registry
+from transformer_lib.teaching.checks import registry
 
 NOTEBOOKS = {  # solutions module -> notebook number
     path.stem: path.stem[2:4]
@@ -23,7 +23,7 @@ def modules() -> dict:
     return {name: importlib.import_module(f"solutions.{name}") for name in NOTEBOOKS}
 
 
-# From the one registry (each notebook's ``transformer_lib/checks/nbNN_*.py``). An Exercise names
+# From the one registry (each notebook's ``transformer_lib/teaching/checks/nbNN_*.py``). An Exercise names
 # the function or class a notebook asks for (its solution's name here) and the check that grades it:
 # ``exercise.grade(code)`` calls the check as the notebook's cell does. A Question is a
 # Think/Experiment question; its model answer is ``ANSWERS[question.number]`` in the module here.

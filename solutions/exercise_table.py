@@ -1,7 +1,7 @@
 """``python -m solutions.exercise_table``: write the README's exercise table (For teachers).
 
 The table is generated from the registry, never edited by hand: one row per
-:class:`~transformer_lib.checks.registry.Exercise` of ``solutions.EXERCISES``.
+:class:`~transformer_lib.teaching.checks.registry.Exercise` of ``solutions.EXERCISES``.
 ``tests/test_solutions.py`` fails, naming this command, when the README's table differs.
 """
 

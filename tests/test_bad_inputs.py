@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lib as tl
-from transformer_lib.decoder import DecoderCache
-from transformer_lib.layers import LearnedPositionalEncoding
+from transformer_lib.model.decoder import DecoderCache
+from transformer_lib.model.layers import LearnedPositionalEncoding
 
 B, T, D, H = 2, 5, 16, 4
 

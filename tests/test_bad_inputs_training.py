@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.train import DivergenceWarning
+from transformer_lib.training.train import DivergenceWarning
 
 # ---------------------------------------------------------------------------------------------------- data
 

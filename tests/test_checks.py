@@ -57,7 +57,7 @@ def test_the_registry_is_the_one_source_of_the_public_checks_and_their_entries()
     entry file, one per number."""
     import inspect
 
-    from transformer_lib.checks import registry
+    from transformer_lib.teaching.checks import registry
 
     public = registry.checks()
     assert set(tl.checks.__all__) == {"CheckResult", *public}
@@ -84,7 +84,7 @@ def test_checks_load_only_on_first_use():
     import sys
 
     code = (
-        "import sys, transformer_lib as tl; assert 'transformer_lib.checks' not in sys.modules; "
+        "import sys, transformer_lib as tl; assert 'transformer_lib.teaching.checks' not in sys.modules; "
         "assert tl.checks.check_noam_lr(tl.noam_lr)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -430,7 +430,7 @@ def test_robustness_covers_every_check():
 def _compares_gradients(check: str, code, options: dict) -> bool:
     """Whether the entry behind ``check`` (for this kind of code and these options) has a case that compares
     gradients."""
-    from transformer_lib.checks import engine, registry
+    from transformer_lib.teaching.checks import engine, registry
 
     variant = "with_cache" if options.get("with_cache") else engine.DEFAULT
     if check == "check_positional_encoding":
@@ -1110,7 +1110,7 @@ def test_layer_norm_mistakes_that_passed_are_named(forward, words):
 
 def test_a_difference_always_shows_in_the_numbers_printed():
     """Issue #29, 3: "expected 2.106, got 2.106" for a difference of 1.3e-4."""
-    from transformer_lib.checks import engine
+    from transformer_lib.teaching.checks import engine
 
     assert engine._pair(2.1061, 2.10623) == ("2.1061", "2.1062")
     assert engine._pair(1.0, 1.0 + 1e-12) == ("1", "1.000000000001")

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lib as tl
-from transformer_lib.checks import nb11_gpt_and_bert as entries
+from transformer_lib.teaching.checks import nb11_gpt_and_bert as entries
 
 # --- the next-token loss ----------------------------------------------------------------------------------------
 

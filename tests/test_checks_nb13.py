@@ -9,7 +9,7 @@ from torch import nn
 
 import transformer_lib as tl
 from solutions import nb13_modern_decoder as solution
-from transformer_lib.checks import nb13_modern_decoder as nb13
+from transformer_lib.teaching.checks import nb13_modern_decoder as nb13
 
 
 def _first_words(hint: str) -> str:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.decode import filter_top_k_top_p
+from transformer_lib.applications.decode import filter_top_k_top_p
 
 
 @pytest.fixture(scope="module")

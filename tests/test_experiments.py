@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from transformer_lib import experiments as ex
-from transformer_lib.data import StringProgramTask
-from transformer_lib.model import Transformer, TransformerConfig, count_parameters
+from transformer_lib.model.transformer import Transformer, TransformerConfig, count_parameters
+from transformer_lib.training.data import StringProgramTask
 
 MICRO = ex.Grid(
     "micro",

@@ -12,7 +12,7 @@ import torch
 from helpers import max_abs_diff
 
 import transformer_lib as tl
-from transformer_lib.attention import apply_rope
+from transformer_lib.model.attention import apply_rope
 
 transformers = pytest.importorskip("transformers")
 

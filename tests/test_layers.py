@@ -151,7 +151,7 @@ def test_residual_sublayer_takes_its_norms_eps():
 
 
 def test_block_options_are_one_record_that_layers_take_or_change_by_keyword():
-    from transformer_lib.layers import BlockOptions
+    from transformer_lib.model.layers import BlockOptions
 
     options = BlockOptions(dropout=0.0, norm_first=True, norm="rmsnorm", activation="gelu")
     by_record = tl.EncoderLayer(16, 4, 32, options)

@@ -12,9 +12,9 @@ from helpers import max_abs_diff
 from torch import nn
 
 import transformer_lib as tl
-from transformer_lib.attention import apply_rope, kv_cache_bytes_per_token
-from transformer_lib.layers import RMSNorm
-from transformer_lib.lm import LMConfig
+from transformer_lib.model.attention import apply_rope, kv_cache_bytes_per_token
+from transformer_lib.model.layers import RMSNorm
+from transformer_lib.model.lm import LMConfig
 
 D, H, FF = 32, 4, 48  # d_model, h, d_ff; d_k = 8
 

@@ -7,7 +7,7 @@ import sys
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from transformer_lib.parallel import compare_with_big_batch, train_data_parallel
+from transformer_lib.training.parallel import compare_with_big_batch, train_data_parallel
 
 
 def _worker(rank: int, world_size: int, rendezvous: str, results) -> None:
@@ -37,7 +37,7 @@ def test_ddp_in_two_processes_matches_one_big_batch_and_trains(tmp_path):
 def test_torchrun_entry_point_reports_agreement_and_training():
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "-m", "transformer_lib.parallel"],
+         "-m", "transformer_lib.training.parallel"],
         capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr[-2000:]

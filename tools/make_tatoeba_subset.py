@@ -7,7 +7,7 @@ tatoeba.org; default ``/work/shared/data/tatoeba-fra-eng/fra.txt``). The script 
 ``transformer_lib/data_files/tatoeba_fra_eng/``:
 
 - ``pairs.tsv.gz``: every pair whose English side has at most ``--max-words`` words (split on spaces), both
-  sides cleaned by ``transformer_lib.translation_corpus.normalise_text``, a pair that cleaning made empty or a
+  sides cleaned by ``transformer_lib.training.translation_corpus.normalise_text``, a pair that cleaning made empty or a
   repeat of an earlier pair dropped, in the distributor's order; gzip level 9 with no time stamp;
 - ``README.md``: how the file was made, its size in bytes, its checksums and the split sizes;
 - ``LICENSE.md``: the attribution and the licence (CC-BY 2.0), which must travel with the data.
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the library of this checkout, not an installed copy
 
-from transformer_lib.translation_corpus import (  # noqa: E402
+from transformer_lib.training.translation_corpus import (  # noqa: E402
     ATTRIBUTION,
     LICENCE_URL,
     SHIPPED_FILE,
@@ -104,7 +104,7 @@ manythings.org/anki's `fra.txt` of 2019-04-07 ({len(lines):,} pairs, {len(source
 
 - kept: pairs whose English side has at most {args.max_words} words (split on spaces), in the file's order
   (which is by English length); {dropped["longer"]:,} longer pairs left out;
-- both sides cleaned by `transformer_lib.translation_corpus.normalise_text`: Unicode NFC; every space
+- both sides cleaned by `transformer_lib.training.translation_corpus.normalise_text`: Unicode NFC; every space
   character (French typography's narrow no-break space before `! ? ; :`, the no-break space, the thin space) a
   plain space; zero-width spaces and soft hyphens removed; `’` and `‘` as `'`; runs of spaces as one;
 - dropped: {dropped["empty"]:,} pairs with an empty side and {dropped["repeated"]:,} repeats of an earlier pair

@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, kv_cache_bytes_per_token
-from .data import DateTask, make_batch
-from .decode import beam_search, exact_match
-from .interop import copy_from_torch
-from .lm import DecoderOnlyLM, LMConfig, generate
-from .model import Transformer, TransformerConfig
-from .runtime import pick_device, seed_everything
-from .train import CPU_RECIPE, train_task
+from .applications.decode import beam_search, exact_match
+from .applications.interop import copy_from_torch
+from .model.attention import MultiHeadAttention, kv_cache_bytes_per_token
+from .model.lm import DecoderOnlyLM, LMConfig, generate
+from .model.transformer import Transformer, TransformerConfig
+from .training.data import DateTask, make_batch
+from .training.runtime import pick_device, seed_everything
+from .training.train import CPU_RECIPE, train_task
 
 __all__ = [
     "time_call",
@@ -229,7 +229,7 @@ def beam_search_speed(
     device: torch.device | None = None,
     repeats: int = 3,
 ) -> list[dict]:
-    """Sentences per second of :func:`~transformer_lib.decode.beam_search` on ``num_sources`` date sources: all
+    """Sentences per second of :func:`~transformer_lib.applications.decode.beam_search` on ``num_sources`` date sources: all
     in one call (``B * W`` rows through the decoder each step) and one call per source (``W`` rows).
 
     The model is an untrained ``config`` (``TransformerConfig.cpu_small`` by default) over the date task's
@@ -277,7 +277,7 @@ def grouped_query_decoding(
     The model is ``config`` (by default ``LMConfig.llama_like`` at GPT-2 small's width, ``d_model=768``, ``h=12``,
     4 layers), untrained:
     the cost of a decoding step does not depend on the weights. Bytes come from the configuration
-    (:func:`~transformer_lib.attention.kv_cache_bytes_per_token`, fp32); the time is the median of ``repeats``
+    (:func:`~transformer_lib.model.attention.kv_cache_bytes_per_token`, fp32); the time is the median of ``repeats``
     cached greedy generations of ``new_tokens`` tokens after a ``prompt_len``-token prompt, per token of one row.
     """
     device = device or pick_device()
@@ -331,12 +331,12 @@ def training_throughput(device: torch.device, steps: int = 5, translation_pairs:
     recipes: the date task (``train.CPU_RECIPE``, ``cpu_tiny``, 64 pairs a batch) and English-French translation
     (``translation.CPU_RECIPE``, batches by length within its token budget, on every 20th training pair up to
     ``translation_pairs``; the shipped tokenizer if there is one). One step warms up, then ``steps`` are timed."""
-    from .length_batching import LengthBatches
-    from .subwords import SubwordVocab
-    from .train import LabelSmoothingLoss, Trainer, adam_with_warmup
-    from .translation import CPU_RECIPE as TRANSLATION_RECIPE
-    from .translation import TOKENIZER_FILE, build_vocab, model_config, shipped_model_dir
-    from .translation_corpus import TatoebaCorpus
+    from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
+    from .applications.translation import TOKENIZER_FILE, build_vocab, model_config, shipped_model_dir
+    from .training.length_batching import LengthBatches
+    from .training.subwords import SubwordVocab
+    from .training.train import LabelSmoothingLoss, Trainer, adam_with_warmup
+    from .training.translation_corpus import TatoebaCorpus
 
     date = DateTask(seed=0)
     pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]

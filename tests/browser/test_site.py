@@ -151,7 +151,7 @@ def test_every_control_of_every_explorer_shows_the_widgets_own_picture(site, rea
     import matplotlib
 
     matplotlib.use("Agg")
-    from transformer_lib.widgets import FigureWidget
+    from transformer_lib.teaching.widgets import FigureWidget
 
     page, outside, errors, _ = reader
     moved, explorers = 0, 0
