@@ -93,8 +93,13 @@ solutions: setup  ## the teacher's edition: build/solutions/NN_name.ipynb, stubs
 images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
-lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools solutions
+# ruff at line length 100 (pyproject.toml): the rules over all of it, the formatter over the Python files (the
+# notebooks keep their hand layout).
+LINTED := transformer_lib tests images tools solutions results conftest.py
+
+lint: setup  ## ruff: lint rules over the library, tests, notebooks and scripts; formatting of the Python files
+	$(VENV)/bin/ruff check $(LINTED) notebooks
+	$(VENV)/bin/ruff format --check --quiet $(LINTED)
 
 bench: setup
 	$(PY) -m transformer_lib.bench

@@ -23,9 +23,9 @@ def modules() -> dict:
     return {name: importlib.import_module(f"solutions.{name}") for name in NOTEBOOKS}
 
 
-# From the one registry (each notebook's ``transformer_lib/teaching/checks/nbNN_*.py``). An Exercise names
-# the function or class a notebook asks for (its solution's name here) and the check that grades it:
-# ``exercise.grade(code)`` calls the check as the notebook's cell does. A Question is a
+# From the one registry (each notebook's ``transformer_lib/teaching/checks/nbNN_*.py``). An Exercise
+# names the function or class a notebook asks for (its solution's name here) and the check that
+# grades it: ``exercise.grade(code)`` calls the check as the notebook's cell does. A Question is a
 # Think/Experiment question; its model answer is ``ANSWERS[question.number]`` in the module here.
 EXERCISES = registry.exercises()
 QUESTIONS = registry.questions()

@@ -94,7 +94,8 @@ def test_resumed_checkpoint_continues_with_the_same_loss(tmp_path):
     first = tiny_trainer(task)
     first.fit(get_batch, 4, progress=False)
     path = first.save_checkpoint(tmp_path / "ckpt.pt")
-    torch.manual_seed(1234)  # disturb the global RNG: the checkpoint must restore it (dropout is on)
+    # disturb the global RNG: the checkpoint must restore it (dropout is on)
+    torch.manual_seed(1234)
 
     resumed = tiny_trainer(task)
     resumed.load_checkpoint(path)
@@ -136,7 +137,9 @@ def test_load_model_weights_restores_a_trained_model(tmp_path):
     path = trainer.save_checkpoint(tmp_path / "ckpt.pt")
     fresh = tl.Transformer(trainer.model.config)
     tl.load_model_weights(fresh, path)
-    for (name, a), b in zip(trainer.model.state_dict().items(), fresh.state_dict().values(), strict=True):
+    for (name, a), b in zip(
+        trainer.model.state_dict().items(), fresh.state_dict().values(), strict=True
+    ):
         assert torch.equal(a, b), name
 
 
@@ -153,11 +156,15 @@ def test_the_cpu_recipe_is_one_frozen_object_that_train_task_reads(monkeypatch):
     with pytest.raises(dataclasses.FrozenInstanceError):
         recipe.steps = 10
     shorter = recipe.replace(steps=5, warmup=2, eps_ls=0.1)
-    assert shorter.eps_ls == 0.1 and shorter.batch_size == recipe.batch_size and recipe.steps == 1600
+    assert (
+        shorter.eps_ls == 0.1 and shorter.batch_size == recipe.batch_size and recipe.steps == 1600
+    )
     seen = []
     task = tl.CopyTask(num_test=10, num_valid=10)
     monkeypatch.setattr(
-        task, "train_batch", lambda step, size: seen.append(size) or tl.CopyTask.train_batch(task, step, size)
+        task,
+        "train_batch",
+        lambda step, size: seen.append(size) or tl.CopyTask.train_batch(task, step, size),
     )
     trainer = tl.train_task(task, recipe=shorter, batch_size=8, progress=False)
     assert trainer.step == 5 and seen == [8] * 5
@@ -193,7 +200,9 @@ def test_a_loss_far_above_its_start_warns_once_as_divergence():
     trainer = tiny_trainer(task)
     trainer.train_step(task.train_batch(0, 8))
     trainer.history.loss[0] = 0.01  # pretend the run started far lower than where it is now
-    with pytest.warns(tl.train.DivergenceWarning, match=r"more than 10 times the first step's 0.01"):
+    with pytest.warns(
+        tl.train.DivergenceWarning, match=r"more than 10 times the first step's 0.01"
+    ):
         trainer.train_step(task.train_batch(1, 8))
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -125,7 +125,7 @@ def made_at(source: Path) -> str:
     return f"outputs from commit {commit} of {date}"
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Widgets: find their snapshots in the notebook, let each widget draw its frames, write the HTML that swaps them.
 
 
@@ -304,7 +304,7 @@ def with_explorers(notebook, drawn: list[dict], name: str):
     return notebook
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Pages
 
 

@@ -1,14 +1,21 @@
-"""transformer_lib: the Transformer of "Attention Is All You Need", one small tested module per idea.
+"""transformer_lib: the Transformer of "Attention Is All You Need", one small tested module per
+idea.
 
-Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``. The top level holds
-the names that the notebooks, the solutions and the README use; everything else stays in its module, e.g.
-``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.inspection.ShapeTrace``.
+Notebooks read ``import transformer_lib as tl`` and then ``tl.MultiHeadAttention(...)``. The top
+level holds the names that the notebooks, the solutions and the README use; everything else stays in
+its module, e.g. ``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.inspection.ShapeTrace``.
 """
 
-# Four families, one folder each (model, training, applications, teaching); the modules the notebooks
-# name stay reachable from the top, e.g. tl.masks.check_mask, tl.lm.generate, tl.interop.
+# Four families, one folder each (model, training, applications, teaching); the modules the
+# notebooks name stay reachable from the top, e.g. tl.masks.check_mask, tl.lm.generate, tl.interop.
 from .applications import decode, interop
-from .applications.decode import beam_search, exact_match, greedy_decode, sample_decode, sequence_log_prob
+from .applications.decode import (
+    beam_search,
+    exact_match,
+    greedy_decode,
+    sample_decode,
+    sequence_log_prob,
+)
 from .applications.interop import copy_from_torch, from_huggingface
 from .model import attention, decoder, encoder, layers, lm, masks
 from .model.attention import (
@@ -60,9 +67,10 @@ from .training.translation_corpus import TatoebaCorpus
 
 __version__ = "0.1.0"
 
-# Pictures and widgets load matplotlib and ipywidgets, and the exercises' checks their whole machinery, which
-# model code never needs: import them on first use, so `tl.viz.plot_attention(...)`,
-# `tl.widgets.AttentionExplorer(...)` and `tl.checks.check_attention(...)` work without an explicit import.
+# Pictures and widgets load matplotlib and ipywidgets, and the exercises' checks their whole
+# machinery, which model code never needs: import them on first use, so
+# `tl.viz.plot_attention(...)`, `tl.widgets.AttentionExplorer(...)` and
+# `tl.checks.check_attention(...)` work without an explicit import.
 _LAZY_SUBMODULES = {
     "viz": ".teaching.viz",
     "widgets": ".teaching.widgets",

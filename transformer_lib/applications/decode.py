@@ -1,20 +1,22 @@
-"""Generating target sequences from a trained :class:`~transformer_lib.model.transformer.Transformer`.
+"""Generating target sequences from a trained
+:class:`~transformer_lib.model.transformer.Transformer`.
 
 All three strategies run the encoder once and then the decoder one token at a time. With
 ``use_cache=True`` (the default) each step feeds only the newest token and the decoder's
-:class:`~transformer_lib.model.attention.DecoderCache` supplies the keys and values of the earlier ones;
-without it each step re-reads the whole prefix. Both give the same tokens. The cache saves
+:class:`~transformer_lib.model.attention.DecoderCache` supplies the keys and values of the earlier
+ones; without it each step re-reads the whole prefix. Both give the same tokens. The cache saves
 recomputing the projections and feed-forward layers of the prefix, so each step runs the layers on
 one token instead of ``t``; its attention still reads all ``t`` cached keys, so a step's cost still
 grows with the prefix (linearly instead of quadratically for the whole step).
 
-No decoder ever emits ``<pad>``: its logit is set to ``-inf`` before every choice, so a finished row is padded
-only after its ``<eos>``, and the cached path (which never masks the prefix) and the uncached path (which
-masks padding in the prefix) read the same tokens.
+No decoder ever emits ``<pad>``: its logit is set to ``-inf`` before every choice, so a finished row
+is padded only after its ``<eos>``, and the cached path (which never masks the prefix) and the
+uncached path (which masks padding in the prefix) read the same tokens.
 
-Greedy and sampled decoding, here and in the language models (:func:`transformer_lib.model.lm.generate`),
-run one loop, :func:`autoregress`; the model enters it only as a step function. Beam search has a
-loop of its own (it keeps ``W`` prefixes per source) on the same step function and cache.
+Greedy and sampled decoding, here and in the language models
+(:func:`transformer_lib.model.lm.generate`), run one loop, :func:`autoregress`; the model enters it
+only as a step function. Beam search has a loop of its own (it keeps ``W`` prefixes per source) on
+the same step function and cache.
 """
 
 import math
@@ -47,7 +49,8 @@ MIN_TEMPERATURE = 1e-6
 
 
 def _next_token_log_probs(model: Transformer, hidden: torch.Tensor) -> torch.Tensor:
-    """``hidden (..., d_model)`` -> ``(..., V)`` log-probabilities with ``<pad>`` removed (its logit is -inf)."""
+    """``hidden (..., d_model)`` -> ``(..., V)`` log-probabilities with ``<pad>`` removed (its logit
+    is -inf)."""
     logits = model.output_projection(hidden)  # (..., V)
     logits[..., model.config.pad_id] = float("-inf")
     return logits.log_softmax(dim=-1)
@@ -137,9 +140,15 @@ def _generate(
 
 
 def greedy_decode(
-    model: Transformer, src: torch.Tensor, max_len: int, bos_id: int, eos_id: int, use_cache: bool = True
+    model: Transformer,
+    src: torch.Tensor,
+    max_len: int,
+    bos_id: int,
+    eos_id: int,
+    use_cache: bool = True,
 ) -> torch.Tensor:
-    """``src (B, S)`` -> ``(B, <= max_len)`` ids: the most likely token at every step, padded after ``<eos>``."""
+    """``src (B, S)`` -> ``(B, <= max_len)`` ids: the most likely token at every step, padded after
+    ``<eos>``."""
     return _generate(model, src, max_len, bos_id, eos_id, greedy, use_cache)
 
 
@@ -150,17 +159,22 @@ def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
         raise ValueError(f"top_p must be in (0, 1] (or None for no cut), got {top_p!r}")
 
 
-def filter_top_k_top_p(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """``logits (B, V)`` -> the same with every token outside the top-k and outside the nucleus set to -inf.
+def filter_top_k_top_p(
+    logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """``logits (B, V)`` -> the same with every token outside the top-k and outside the nucleus set
+    to -inf.
 
-    ``top_k`` keeps the ``k`` largest logits of each row (a ``k`` above ``V`` keeps them all). ``top_p`` keeps
-    the smallest set of most likely tokens whose probability mass reaches ``p`` (Holtzman et al. 2020, "The
-    Curious Case of Neural Text Degeneration"), measured after the top-k cut, so the two combine. The most
-    likely token always survives; ties at the cut are broken by position.
+    ``top_k`` keeps the ``k`` largest logits of each row (a ``k`` above ``V`` keeps them all).
+    ``top_p`` keeps the smallest set of most likely tokens whose probability mass reaches ``p``
+    (Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration"), measured after the top-k
+    cut, so the two combine. The most likely token always survives; ties at the cut are broken by
+    position.
     """
     _check_top_k_top_p(top_k, top_p)
     if top_k is not None:
-        rank = logits.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)  # (B, V): 0 = most likely
+        # (B, V): 0 = most likely
+        rank = logits.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)
         logits = logits.masked_fill(rank >= top_k, float("-inf"))
     if top_p is not None:
         sorted_logits, order = logits.sort(dim=-1, descending=True, stable=True)  # (B, V) each
@@ -174,10 +188,13 @@ def filter_top_k_top_p(logits: torch.Tensor, top_k: int | None = None, top_p: fl
 
 
 def _check_temperature(temperature: float) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):  # NumPy's float32 is a number
+    # NumPy's float32 is a number
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
     if not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {temperature}")
+        raise ValueError(
+            f"temperature must be a finite number >= 0 (0 means greedy), got {temperature}"
+        )
 
 
 def sample_decode(
@@ -192,14 +209,23 @@ def sample_decode(
     top_k: int | None = None,
     top_p: float | None = None,
 ) -> torch.Tensor:
-    """Draw each token from ``softmax(logits / temperature)``, optionally cut to the ``top_k`` most likely tokens
-    and then to the nucleus of mass ``top_p`` (see :func:`filter_top_k_top_p`).
+    """Draw each token from ``softmax(logits / temperature)``, optionally cut to the ``top_k`` most
+    likely tokens and then to the nucleus of mass ``top_p`` (see :func:`filter_top_k_top_p`).
 
     Low temperatures sharpen the distribution, high ones flatten it. A temperature below ``1e-6`` (0
-    included) is taken as its limit, the argmax: the same tokens as :func:`greedy_decode`. A negative, NaN or
-    infinite temperature raises a ValueError. ``top_k=1`` is greedy at any temperature.
+    included) is taken as its limit, the argmax: the same tokens as :func:`greedy_decode`. A
+    negative, NaN or infinite temperature raises a ValueError. ``top_k=1`` is greedy at any
+    temperature.
     """
-    return _generate(model, src, max_len, bos_id, eos_id, sampler(temperature, top_k, top_p, generator), use_cache)
+    return _generate(
+        model,
+        src,
+        max_len,
+        bos_id,
+        eos_id,
+        sampler(temperature, top_k, top_p, generator),
+        use_cache,
+    )
 
 
 def sampler(
@@ -208,9 +234,9 @@ def sampler(
     top_p: float | None = None,
     generator: torch.Generator | None = None,
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The token-picking rule of :func:`sample_decode` as a function ``choose(log_probs (B, V)) -> (B,)``, for
-    any generation loop (the language models of :mod:`transformer_lib.model.lm` use it too). Arguments are checked
-    here, once, with the same rules as :func:`sample_decode`."""
+    """The token-picking rule of :func:`sample_decode` as a function ``choose(log_probs (B, V)) ->
+    (B,)``, for any generation loop (the language models of :mod:`transformer_lib.model.lm` use it
+    too). Arguments are checked here, once, with the same rules as :func:`sample_decode`."""
     _check_temperature(temperature)
     _check_top_k_top_p(top_k, top_p)
 
@@ -225,8 +251,8 @@ def sampler(
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """One finished beam: its tokens (without ``<bos>``), their total log-probability ``log P(tokens | src)``
-    and the length-normalised score beam search ranked it by."""
+    """One finished beam: its tokens (without ``<bos>``), their total log-probability
+    ``log P(tokens | src)`` and the length-normalised score beam search ranked it by."""
 
     tokens: list[int]
     log_prob: float
@@ -234,7 +260,8 @@ class Hypothesis:
 
 
 def _length_penalty(length: int, alpha: float) -> float:
-    """GNMT's ``lp = ((5 + length) / 6) ** alpha`` (Wu et al. 2016, "Google's Neural Machine Translation System")."""
+    """GNMT's ``lp = ((5 + length) / 6) ** alpha`` (Wu et al. 2016, "Google's Neural Machine
+    Translation System")."""
     return ((5 + length) / 6) ** alpha
 
 
@@ -243,17 +270,21 @@ def _length_normalised(log_prob: float, length: int, alpha: float) -> float:
     return log_prob / _length_penalty(length, alpha)
 
 
-def _best_reachable_score(log_prob: torch.Tensor, length: int, max_len: int, alpha: float) -> torch.Tensor:
-    """An upper bound on the score that live prefixes of ``length`` tokens with log-probabilities ``log_prob``
-    (any shape) can still reach, so beam search can stop once its best finished output is at least this good.
+def _best_reachable_score(
+    log_prob: torch.Tensor, length: int, max_len: int, alpha: float
+) -> torch.Tensor:
+    """An upper bound on the score that live prefixes of ``length`` tokens with log-probabilities
+    ``log_prob`` (any shape) can still reach, so beam search can stop once its best finished output
+    is at least this good.
 
-    A prefix finishes at some length ``L`` in ``[length + 1, max_len]`` with ``log P <= log_prob <= 0``: every
-    further token multiplies ``P`` by a probability <= 1. Its score is ``log P / lp(L) <= log_prob / lp(L)``
-    (``lp > 0``), and as ``log_prob <= 0`` that is largest where ``lp(L)`` is largest. ``lp`` is monotone in
-    ``L`` (growing for ``alpha > 0``), so the largest is at one end: ``lp(max_len)`` for ``alpha > 0``,
-    ``lp(length + 1)`` for ``alpha < 0``, 1 for ``alpha = 0`` (the bound is then ``log_prob`` itself). Dividing
-    by ``lp(length)`` instead, as if the prefix stopped now, is no bound for ``alpha > 0``: a longer ending
-    divides the (barely smaller) ``log P`` by a larger ``lp`` and can still win.
+    A prefix finishes at some length ``L`` in ``[length + 1, max_len]`` with
+    ``log P <= log_prob <= 0``: every further token multiplies ``P`` by a probability <= 1. Its
+    score is ``log P / lp(L) <= log_prob / lp(L)`` (``lp > 0``), and as ``log_prob <=
+    0`` that is largest where ``lp(L)`` is largest. ``lp`` is monotone in ``L`` (growing for ``alpha
+    > 0``), so the largest is at one end: ``lp(max_len)`` for ``alpha > 0``, ``lp(length + 1)`` for
+    ``alpha < 0``, 1 for ``alpha = 0`` (the bound is then ``log_prob`` itself). Dividing by
+    ``lp(length)`` instead, as if the prefix stopped now, is no bound for ``alpha > 0``: a longer
+    ending divides the (barely smaller) ``log P`` by a larger ``lp`` and can still win.
     """
     largest_lp = max(_length_penalty(length + 1, alpha), _length_penalty(max_len, alpha))
     return log_prob / largest_lp
@@ -270,69 +301,92 @@ def _beam_search_steps(
     length_penalty: float,
     device: torch.device | str = "cpu",
 ) -> list[list[Hypothesis]]:
-    """Beam search over ``num_sources`` sources at once; each source's finished hypotheses, best first.
+    """Beam search over ``num_sources`` sources at once; each source's finished hypotheses, best
+    first.
 
     The model enters only through two callables, so the search can be tested on a hand-built table:
-    ``step(prefixes (R, t)) -> (R, V)`` gives the next-token log-probabilities of ``R`` prefixes (each starting
-    with ``<bos>``; ``R = A * W``: ``W`` rows for each of the ``A`` sources still searching, in their original
-    order, so the first call gets ``num_sources * W`` rows), and ``reorder(index (R',))`` tells it that row ``i``
-    of the next call continues row ``index[i]`` of the last one (:func:`beam_search` reorders the
-    encoder memory and the cache; a table needs nothing).
+    ``step(prefixes (R, t)) -> (R, V)`` gives the next-token log-probabilities of ``R`` prefixes
+    (each starting with ``<bos>``; ``R = A * W``: ``W`` rows for each of the ``A`` sources still
+    searching, in their original order, so the first call gets ``num_sources * W`` rows), and
+    ``reorder(index (R',))`` tells it that row ``i`` of the next call continues row ``index[i]`` of
+    the last one (:func:`beam_search` reorders the encoder memory and the cache; a table needs
+    nothing).
 
-    Every step, for each source: extend its ``W`` live prefixes by every token, take the best ``2W`` of these
-    ``W * V`` continuations by log-probability, set aside as finished those that end in ``<eos>`` and rank
-    among the best ``W``, and keep the best ``W`` that do not end in ``<eos>`` as the next live prefixes
-    (each live prefix has one ``<eos>`` continuation, so at most ``W`` of the ``2W`` end in it). A finished
-    output therefore never shrinks the live beam.
-    An ``<eos>`` ranked below the best ``W`` would not be in a width-``W`` beam, so it is not kept: that makes
-    ``W = 1`` greedy decoding for ``alpha = 0`` (and in practice for the default alpha, see the tests).
+    Every step, for each source: extend its ``W`` live prefixes by every token, take the best ``2W``
+    of these ``W * V`` continuations by log-probability, set aside as finished those that end in
+    ``<eos>`` and rank among the best ``W``, and keep the best ``W`` that do not end in ``<eos>`` as
+    the next live prefixes (each live prefix has one ``<eos>`` continuation, so at most ``W`` of the
+    ``2W`` end in it). A finished output therefore never shrinks the live beam. An ``<eos>`` ranked
+    below the best ``W`` would not be in a width-``W`` beam, so it is not kept: that makes ``W = 1``
+    greedy decoding for ``alpha = 0`` (and in practice for the default alpha, see the tests).
 
     A source stops when no live prefix can still beat its best finished score (see
-    :func:`_best_reachable_score`), or at ``max_len``; its rows then leave the batch, so the decoder only runs
-    on sources still searching. A source that finished nothing by ``max_len`` returns its live prefixes,
-    cut at ``max_len`` without ``<eos>``. At most the ``W`` best finished hypotheses are kept per source.
+    :func:`_best_reachable_score`), or at ``max_len``; its rows then leave the batch, so the decoder
+    only runs on sources still searching. A source that finished nothing by ``max_len`` returns its
+    live prefixes, cut at ``max_len`` without ``<eos>``. At most the ``W`` best finished hypotheses
+    are kept per source.
     """
     width, alpha = beam_width, length_penalty
     found: list[list[Hypothesis]] = [[] for _ in range(num_sources)]
     active = list(range(num_sources))  # the sources still searching, in row-block order
-    prefixes = torch.full((num_sources * width, 1), bos_id, dtype=torch.long, device=device)  # (A*W, 1)
-    # (A, W) live log-probabilities. Only one copy of <bos> is live; the others start at -inf, so the first
-    # step does not pick the same continuation W times. A row at -inf is dead: it is never finished or returned.
+    # (A*W, 1)
+    prefixes = torch.full((num_sources * width, 1), bos_id, dtype=torch.long, device=device)
+    # (A, W) live log-probabilities. Only one copy of <bos> is live; the others start at -inf, so
+    # the first step does not pick the same continuation W times. A row at -inf is dead: it is never
+    # finished or returned.
     live = torch.full((num_sources, width), float("-inf"), device=device)
     live[:, 0] = 0.0
     rank = torch.arange(2 * width, device=device)  # (2W,)
     for length in range(1, max_len + 1):  # length: tokens after <bos> in each continuation
         log_probs = step(prefixes)  # (A*W, V)
         vocab_size = log_probs.size(-1)
-        candidates = (live.reshape(-1, 1) + log_probs).view(len(active), width * vocab_size)  # (A, W*V)
+        # (A, W*V)
+        candidates = (live.reshape(-1, 1) + log_probs).view(len(active), width * vocab_size)
         top_scores, top_index = candidates.topk(2 * width, dim=1)  # (A, 2W), best first
-        origin, token = top_index // vocab_size, top_index % vocab_size  # (A, 2W): live row, new token
+        # (A, 2W): live row, new token
+        origin, token = top_index // vocab_size, top_index % vocab_size
         is_eos = token == eos_id  # (A, 2W)
-        # the best W non-<eos> continuations, in rank order: sorting by (ends in <eos>, rank) puts them first
+        # the best W non-<eos> continuations, in rank order: sorting by (ends in <eos>, rank) puts
+        # them first
         keep = (is_eos.long() * 2 * width + rank).argsort(dim=1)[:, :width]  # (A, W)
-        live = top_scores.gather(1, keep).masked_fill(is_eos.gather(1, keep), float("-inf"))  # (A, W)
-        rows = (torch.arange(len(active), device=device)[:, None] * width + origin.gather(1, keep)).flatten()
-        prefixes_next = torch.cat([prefixes[rows], token.gather(1, keep).reshape(-1, 1)], dim=1)  # (A*W, t+1)
+        # (A, W)
+        live = top_scores.gather(1, keep).masked_fill(is_eos.gather(1, keep), float("-inf"))
+        rows = (
+            torch.arange(len(active), device=device)[:, None] * width + origin.gather(1, keep)
+        ).flatten()
+        # (A*W, t+1)
+        prefixes_next = torch.cat([prefixes[rows], token.gather(1, keep).reshape(-1, 1)], dim=1)
 
-        finishing = (is_eos[:, :width] & top_scores[:, :width].isfinite()).nonzero().tolist()  # <eos> in best W
+        # <eos> in best W
+        finishing = (is_eos[:, :width] & top_scores[:, :width].isfinite()).nonzero().tolist()
         if finishing:
             top_list, origin_list = top_scores.tolist(), origin.tolist()
         for a, k in finishing:
             log_prob, source = top_list[a][k], active[a]
             tokens = prefixes[a * width + origin_list[a][k], 1:].tolist() + [eos_id]
-            found[source].append(Hypothesis(tokens, log_prob, _length_normalised(log_prob, length, alpha)))
-            found[source] = sorted(found[source], key=lambda h: h.score, reverse=True)[:width]  # stable sort
-        reachable = _best_reachable_score(live[:, 0], length, max_len, alpha).tolist()  # (A,): from the best live row
+            found[source].append(
+                Hypothesis(tokens, log_prob, _length_normalised(log_prob, length, alpha))
+            )
+            # stable sort
+            found[source] = sorted(found[source], key=lambda h: h.score, reverse=True)[:width]
+        # (A,): from the best live row
+        reachable = _best_reachable_score(live[:, 0], length, max_len, alpha).tolist()
         still: list[int] = []  # positions in `active` of the sources that go on
         for a, source in enumerate(active):
             hypotheses = found[source]
-            can_improve = reachable[a] > float("-inf") and (not hypotheses or reachable[a] > hypotheses[0].score)
+            can_improve = reachable[a] > float("-inf") and (
+                not hypotheses or reachable[a] > hypotheses[0].score
+            )
             if length < max_len and can_improve:
                 still.append(a)
             elif not hypotheses:  # max_len reached with nothing finished: rank the cut prefixes
                 found[source] = sorted(
                     (
-                        Hypothesis(prefixes_next[a * width + j, 1:].tolist(), s, _length_normalised(s, length, alpha))
+                        Hypothesis(
+                            prefixes_next[a * width + j, 1:].tolist(),
+                            s,
+                            _length_normalised(s, length, alpha),
+                        )
                         for j, s in enumerate(live[a].tolist())
                         if s > float("-inf")
                     ),
@@ -341,7 +395,9 @@ def _beam_search_steps(
                 )
         if not still:
             break
-        kept_rows = (torch.tensor(still, device=device)[:, None] * width + torch.arange(width, device=device)).flatten()
+        kept_rows = (
+            torch.tensor(still, device=device)[:, None] * width + torch.arange(width, device=device)
+        ).flatten()
         reorder(rows[kept_rows])  # follow the chosen prefixes and drop the rows of finished sources
         prefixes, live = prefixes_next[kept_rows], live[still]
         active = [active[a] for a in still]
@@ -360,35 +416,45 @@ def beam_search(
     use_cache: bool = True,
     return_hypotheses: bool = False,
 ) -> list[list[int]] | list[list[Hypothesis]]:
-    """Keep the ``beam_width`` most likely prefixes at every step; return each source's best finished output.
+    """Keep the ``beam_width`` most likely prefixes at every step; return each source's best
+    finished output.
 
-    Hypotheses are ranked by ``log P / lp`` with the GNMT length penalty ``lp = ((5 + length) / 6) ** alpha``
-    (``alpha = length_penalty``; the paper uses 0.6), so longer outputs are not punished merely for having
-    more factors below 1. Each step takes the best ``2W`` continuations of the ``W`` live prefixes: those that
-    end in ``<eos>`` (among the best ``W``) are set aside as finished, the best ``W`` others stay live, so the
-    beam never shrinks. A source stops only when none of its live prefixes can still beat its best finished
-    output (a live prefix's ``log P`` can only fall, but its ``lp`` can still grow up to ``lp(max_len)``), or at
-    ``max_len``. All ``B`` sources are searched together: ``B * W`` rows go through the decoder, the KV cache
-    follows the chosen prefixes, and a source that stops leaves the batch. Each step holds ``B * W * V``
+    Hypotheses are ranked by ``log P / lp`` with the GNMT length penalty ``lp = ((5 + length) / 6)
+    ** alpha`` (``alpha = length_penalty``; the paper uses 0.6), so longer outputs are not punished
+    merely for having more factors below 1. Each step takes the best ``2W`` continuations of the
+    ``W`` live prefixes: those that end in ``<eos>`` (among the best ``W``) are set aside as
+    finished, the best ``W`` others stay live, so the beam never shrinks. A source stops only when
+    none of its live prefixes can still beat its best finished output (a live prefix's ``log P`` can
+    only fall, but its ``lp`` can still grow up to ``lp(max_len)``), or at ``max_len``. All ``B``
+    sources are searched together: ``B * W`` rows go through the decoder, the KV cache follows the
+    chosen prefixes, and a source that stops leaves the batch. Each step holds ``B * W * V``
     log-probabilities: with a large vocabulary, pass a long test split in chunks of sources.
 
     Returns token lists without ``<bos>``, each ending in ``<eos>`` unless ``max_len`` cut it; with
-    ``return_hypotheses=True`` each source's list of :class:`Hypothesis` instead (tokens, ``log_prob``,
-    ``score``), best first (at most ``W`` per source: the finished outputs found before the search stopped),
-    so the sequence log-probability can be compared with greedy decoding's (:func:`sequence_log_prob`).
+    ``return_hypotheses=True`` each source's list of :class:`Hypothesis` instead (tokens,
+    ``log_prob``, ``score``), best first (at most ``W`` per source: the finished outputs found
+    before the search stopped), so the sequence log-probability can be compared with greedy
+    decoding's (:func:`sequence_log_prob`).
     """
     check_positive_ints(max_len=max_len, beam_width=beam_width)
     vocab_size = model.config.tgt_vocab_size
     if beam_width >= vocab_size:
         raise ValueError(
             f"beam_width={beam_width} must be below the vocabulary size {vocab_size}: "
-            f"a step can extend a prefix by at most {vocab_size - 1} tokens (<pad> is never emitted)"
+            f"a step can extend a prefix by at most {vocab_size - 1} tokens (<pad> is never "
+            f"emitted)"
         )
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
-        raise TypeError(f"length_penalty must be a number (alpha, 0.6 in the paper), got {length_penalty!r}")
+        raise TypeError(
+            f"length_penalty must be a number (alpha, 0.6 in the paper), got {length_penalty!r}"
+        )
     if not math.isfinite(length_penalty):
-        raise ValueError(f"length_penalty must be a finite number (alpha, 0.6 in the paper), got {length_penalty}")
-    beam_width, length_penalty = int(beam_width), float(length_penalty)  # NumPy scalars from a grid pass too
+        raise ValueError(
+            f"length_penalty must be a finite number (alpha, 0.6 in the paper), got "
+            f"{length_penalty}"
+        )
+    # NumPy scalars from a grid pass too
+    beam_width, length_penalty = int(beam_width), float(length_penalty)
     model.eval()
     step, cache = _Seq2SeqStep(model, src), (model.new_cache() if use_cache else None)
 
@@ -400,7 +466,14 @@ def beam_search(
     reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_width))  # (B*W,)
     found = _beam_search_steps(
         lambda prefixes: _next_log_probs(step, prefixes, cache),  # (A*W, t) ids -> (A*W, V)
-        reorder, src.size(0), max_len, bos_id, eos_id, beam_width, length_penalty, src.device,
+        reorder,
+        src.size(0),
+        max_len,
+        bos_id,
+        eos_id,
+        beam_width,
+        length_penalty,
+        src.device,
     )
     return found if return_hypotheses else [hypotheses[0].tokens for hypotheses in found]
 
@@ -409,15 +482,17 @@ def beam_search(
 def sequence_log_prob(
     model: Transformer, src: torch.Tensor, tokens: torch.Tensor, bos_id: int, eos_id: int
 ) -> torch.Tensor:
-    """``log P(tokens | src)`` under the model, as the decoders see it (``<pad>`` excluded): ``src (B, S)`` and
-    ``tokens (B, T)`` as the decoders return them (without ``<bos>``, padded after ``<eos>``) -> ``(B,)``.
+    """``log P(tokens | src)`` under the model, as the decoders see it (``<pad>`` excluded):
+    ``src (B, S)`` and ``tokens (B, T)`` as the decoders return them (without ``<bos>``, padded
+    after ``<eos>``) -> ``(B,)``.
 
-    Each row sums the log-probabilities of its tokens up to and including its first ``<eos>``; use it to
-    compare the outputs of greedy decoding and beam search on the same sources.
+    Each row sums the log-probabilities of its tokens up to and including its first ``<eos>``; use
+    it to compare the outputs of greedy decoding and beam search on the same sources.
     """
     model.eval()
     bos = torch.full((tokens.size(0), 1), bos_id, dtype=torch.long, device=tokens.device)
-    prefix = torch.cat([bos, tokens[:, :-1]], dim=1)  # (B, T): what the decoder read before each token
+    # (B, T): what the decoder read before each token
+    prefix = torch.cat([bos, tokens[:, :-1]], dim=1)
     src_mask = model.source_mask(src)  # (B, 1, 1, S)
     hidden = model.decode(prefix, model.encode(src, src_mask), src_mask)  # (B, T, d_model)
     log_probs = _next_token_log_probs(model, hidden).gather(-1, tokens[..., None])[..., 0]  # (B, T)
@@ -444,5 +519,7 @@ def exact_match(
         chunk = pairs[start : start + batch_size]
         src = make_batch(chunk, vocab).src.to(device)
         out = greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id)
-        correct += sum(vocab.decode(ids) == target for ids, (_, target) in zip(out, chunk, strict=True))
+        correct += sum(
+            vocab.decode(ids) == target for ids, (_, target) in zip(out, chunk, strict=True)
+        )
     return correct / len(pairs)

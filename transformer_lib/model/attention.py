@@ -1,18 +1,20 @@
 """Scaled dot-product attention, splitting and combining heads, and multi-head attention.
 
-Shapes (notation: NOTATION.md): tokens are ``(B, T, d_model)``, one head's tensors are ``(B, h, T, d_k)``, the
-attention scores and weights are ``(B, h, T_q, T_k)``. Masks are bool, True = may attend, with one dim per
-score axis (see :mod:`transformer_lib.model.masks`).
+Shapes (notation: NOTATION.md): tokens are ``(B, T, d_model)``, one head's tensors are
+``(B, h, T, d_k)``, the attention scores and weights are ``(B, h, T_q, T_k)``. Masks are bool, True
+= may attend, with one dim per score axis (see :mod:`transformer_lib.model.masks`).
 
 What happens when (the rules every function here keeps; tests/test_bad_inputs.py holds them):
 
-- a mask of the wrong rank, dtype, shape or device raises before any arithmetic (a ``(B, T_k)`` padding mask
-  can never be mistaken for ``(T_q, T_k)``);
-- a key or value that the mask hides never reaches the output, not even as NaN (``0 * NaN`` is NaN, so hidden
-  rows are replaced by zeros before the products); a query that may attend to nothing outputs zeros;
-- NaN or infinity in a visible input propagates to the output, as in PyTorch: it is the caller's data;
-- integer or mixed dtypes raise a TypeError that names them; fp16/bf16 scores are scaled before the product
-  and normalised in fp32, so they overflow only where PyTorch's own kernel does.
+- a mask of the wrong rank, dtype, shape or device raises before any arithmetic (a ``(B, T_k)``
+  padding mask can never be mistaken for ``(T_q, T_k)``);
+- a key or value that the mask hides never reaches the output, not even as NaN (``0 * NaN`` is NaN,
+  so hidden rows are replaced by zeros before the products); a query that may attend to nothing
+  outputs zeros;
+- NaN or infinity in a visible input propagates to the output, as in PyTorch: it is the caller's
+  data;
+- integer or mixed dtypes raise a TypeError that names them; fp16/bf16 scores are scaled before the
+  product and normalised in fp32, so they overflow only where PyTorch's own kernel does.
 """
 
 from dataclasses import dataclass, field
@@ -48,18 +50,20 @@ def scaled_dot_product_attention(
         q: ``(..., T_q, d_k)`` queries.
         k: ``(..., T_k, d_k)`` keys.
         v: ``(..., T_k, d_v)`` values.
-        mask: optional bool tensor, True = may attend, with the scores' rank and broadcastable to them
-            ``(..., T_q, T_k)``: for 4-D scores a padding mask is ``(B, 1, 1, T_k)`` and a causal mask
-            ``(1, 1, T_q, T_k)``. A query whose every key is masked gets all-zero weights and a zero output;
-            a key that no query may see cannot reach the output, even if it holds NaN.
+        mask: optional bool tensor, True = may attend, with the scores' rank and broadcastable to
+            them ``(..., T_q, T_k)``: for 4-D scores a padding mask is ``(B, 1, 1, T_k)`` and a
+            causal mask ``(1, 1, T_q, T_k)``. A query whose every key is masked gets all-zero
+            weights and a zero output; a key that no query may see cannot reach the output, even if
+            it holds NaN.
         dropout: optional module applied to the weights (the paper's attention dropout).
 
     Returns:
-        ``output (..., T_q, d_v)`` and ``weights (..., T_q, T_k)``; each row of weights sums to 1 (or is 0).
+        ``output (..., T_q, d_v)`` and ``weights (..., T_q, T_k)``; each row of weights sums to 1
+        (or is 0).
 
-    ``q`` is multiplied by ``1/sqrt(d_k)`` *before* the product: the same scores, but in fp16 they stay in
-    range wherever the scaled scores do (``q k^T`` itself can pass fp16's 65504 when the scores do not).
-    The softmax runs in at least fp32 for the same reason.
+    ``q`` is multiplied by ``1/sqrt(d_k)`` *before* the product: the same scores, but in fp16 they
+    stay in range wherever the scaled scores do (``q k^T`` itself can pass fp16's 65504 when the
+    scores do not). The softmax runs in at least fp32 for the same reason.
     """
     check_qkv(q, k, v, mask)
     if mask is not None:
@@ -67,10 +71,14 @@ def scaled_dot_product_attention(
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
+    weights = scores.softmax(dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(
+        q.dtype
+    )
     if mask is not None:
-        # softmax of an all -inf row is NaN; such a query may attend to nothing, so it gets zero weights.
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # (..., T_q, T_k): rows sum to 1 or 0
+        # softmax of an all -inf row is NaN; such a query may attend to nothing, so it gets zero
+        # weights.
+        # (..., T_q, T_k): rows sum to 1 or 0
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     if dropout is not None:
         weights = dropout(weights)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
@@ -79,16 +87,17 @@ def scaled_dot_product_attention(
 def _zero_hidden(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, keys: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The library's one NaN guard: zero the queries that may attend to nothing and (with ``keys``) the keys and
-    values that no query may attend to.
+    """The library's one NaN guard: zero the queries that may attend to nothing and (with ``keys``)
+    the keys and values that no query may attend to.
 
     Args:
-        q, k, v: ``(..., T_q, d)``, ``(..., T_k, d)``, ``(..., T_k, d_v)``: per-head tensors, or the token
-            vectors ``(B, T, d_model)`` before the projections (then ``mask`` is reduced over the heads).
+        q, k, v: ``(..., T_q, d)``, ``(..., T_k, d)``, ``(..., T_k, d_v)``: per-head tensors, or the
+            token vectors ``(B, T, d_model)`` before the projections (then ``mask`` is reduced over
+            the heads).
         mask: bool, True = may attend, ``(..., T_q, T_k)`` with the tensors' rank.
         keys: False when ``k``, ``v`` hold only the newest keys of a longer, cached sequence.
-    Their weights are 0 anyway, but ``0 * NaN = NaN``: without this, a NaN in a padded position would reach
-    every output and gradient of its sequence. Elementwise: no extra matmul, no sync.
+    Their weights are 0 anyway, but ``0 * NaN = NaN``: without this, a NaN in a padded position
+    would reach every output and gradient of its sequence. Elementwise: no extra matmul, no sync.
     """
     q = torch.where(mask.any(dim=-1, keepdim=True), q, 0.0)  # (..., T_q, d)
     if not keys:
@@ -100,8 +109,8 @@ def _zero_hidden(
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, T, h * d)`` -> ``(B, h, T, d)``: give each head its own slice of the features.
 
-    The reshape cuts the last axis into ``h`` consecutive chunks; the transpose brings the head axis next to
-    the batch so every head attends independently over ``T``.
+    The reshape cuts the last axis into ``h`` consecutive chunks; the transpose brings the head axis
+    next to the batch so every head attends independently over ``T``.
     """
     check_positive_ints(num_heads=num_heads)
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
@@ -116,8 +125,9 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 def combine_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, h, T, d)`` -> ``(B, T, h * d)``: the inverse of :func:`split_heads`.
 
-    The transpose back to ``(B, T, h, d)`` must come *before* the reshape: reshaping ``(B, h, T, d)`` directly
-    mixes different tokens into one vector (a classic silent bug, notebook 08).
+    The transpose back to ``(B, T, h, d)`` must come *before* the reshape: reshaping
+    ``(B, h, T, d)`` directly mixes different tokens into one vector (a classic silent bug, notebook
+    08).
     """
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -127,11 +137,12 @@ def combine_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding (Su et al. 2021, "RoFormer"): rotate each pair of features of ``x (B, h, T, d_k)``
-    by an angle proportional to the token's position; ``positions (T,)`` holds those positions (integers).
+    """Rotary position embedding (Su et al. 2021, "RoFormer"): rotate each pair of features of
+    ``x (B, h, T, d_k)`` by an angle proportional to the token's position; ``positions (T,)`` holds
+    those positions (integers).
 
-    Pair ``i`` is the features ``(2i, 2i+1)`` (the interleaved layout of RoFormer and Meta's Llama, the same pairs
-    as the paper's sinusoids) and turns at frequency ``w_i = theta^(-2i/d_k)``::
+    Pair ``i`` is the features ``(2i, 2i+1)`` (the interleaved layout of RoFormer and Meta's Llama,
+    the same pairs as the paper's sinusoids) and turns at frequency ``w_i = theta^(-2i/d_k)``::
 
         feature 2i+1  ^                      x'_2i   = x_2i cos(m w_i) - x_2i+1 sin(m w_i)
                       |     * x' (position m) x'_2i+1 = x_2i sin(m w_i) + x_2i+1 cos(m w_i)
@@ -140,35 +151,50 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0)
                       |  /______ * x (as projected)
                       +------------------> feature 2i
 
-    Rotating a query at position ``m`` and a key at position ``n`` turns their dot product, pair by pair, into
-    a function of ``(m - n) w_i``: the attention score sees only the offset, never the absolute positions, and
-    the values are left alone. ``d_k`` must be even. Hugging Face's Llama pairs feature ``i`` with ``i + d_k/2``
-    instead ("rotate half"); ``interop`` permutes its query and key rows when copying (see ``_rope_rows``).
+    Rotating a query at position ``m`` and a key at position ``n`` turns their dot product, pair by
+    pair, into a function of ``(m - n) w_i``: the attention score sees only the offset, never the
+    absolute positions, and the values are left alone. ``d_k`` must be even. Hugging Face's Llama
+    pairs feature ``i`` with ``i + d_k/2`` instead ("rotate half"); ``interop`` permutes its query
+    and key rows when copying (see ``_rope_rows``).
     """
     if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.size(-1) % 2:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"apply_rope expects x of shape (B, h, T, d_k) with an even d_k, got {got}")
+        raise ValueError(
+            f"apply_rope expects x of shape (B, h, T, d_k) with an even d_k, got {got}"
+        )
     if not isinstance(positions, torch.Tensor) or positions.shape != (x.size(2),):
-        got = tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__
-        raise ValueError(f"positions must be a (T,) tensor, T={x.size(2)} as in x {tuple(x.shape)}, got {got}")
+        got = (
+            tuple(positions.shape)
+            if isinstance(positions, torch.Tensor)
+            else type(positions).__name__
+        )
+        raise ValueError(
+            f"positions must be a (T,) tensor, T={x.size(2)} as in x {tuple(x.shape)}, got {got}"
+        )
     d_k = x.size(-1)
-    frequency = 1.0 / (theta ** (torch.arange(0, d_k, 2, device=x.device, dtype=torch.float32) / d_k))  # (d_k/2,)
+    # (d_k/2,)
+    frequency = 1.0 / (
+        theta ** (torch.arange(0, d_k, 2, device=x.device, dtype=torch.float32) / d_k)
+    )
     angles = positions.to(x.device, torch.float32)[:, None] * frequency  # (T, d_k/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d_k/2) each
-    even, odd = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k/2) each: the two coordinates of every pair
-    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (B, h, T, d_k/2, 2)
+    # (B, h, T, d_k/2) each: the two coordinates of every pair
+    even, odd = x[..., 0::2], x[..., 1::2]
+    # (B, h, T, d_k/2, 2)
+    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
     return rotated.flatten(-2)  # (B, h, T, d_k): pairs back in place
 
 
 @dataclass
 class KVCache:
-    """One attention layer's keys and values ``(B, h_kv, T_past, d_k)``, kept between decoding steps.
+    """One attention layer's keys and values ``(B, h_kv, T_past, d_k)``, kept between decoding
+    steps.
 
     ``static=False`` (self-attention): each call appends the new tokens' keys and values.
-    ``static=True`` (cross-attention): the encoder memory's keys and values are computed once and reused.
-    It holds the ``h_kv`` key/value heads (fewer than ``h`` with grouped-query attention), and with rotary
-    positions the keys already rotated, so nothing stored is recomputed. :func:`kv_cache_bytes_per_token`
-    gives its size.
+    ``static=True`` (cross-attention): the encoder memory's keys and values are computed once and
+    reused. It holds the ``h_kv`` key/value heads (fewer than ``h`` with grouped-query attention),
+    and with rotary positions the keys already rotated, so nothing stored is recomputed.
+    :func:`kv_cache_bytes_per_token` gives its size.
     """
 
     static: bool = False
@@ -189,8 +215,8 @@ class DecoderCache:
     per layer, the cross-attention's static :class:`KVCache` of the encoder's memory (none in a
     decoder-only language model). ``length``: the tokens held, so the next ones start at that
     position. One type for the encoder-decoder and the language models, so that one generation loop
-    and one beam-search reorder serve both (:mod:`transformer_lib.applications.decode`). Make it with
-    ``model.new_cache()``.
+    and one beam-search reorder serve both (:mod:`transformer_lib.applications.decode`). Make it
+    with ``model.new_cache()``.
     """
 
     layers: list[KVCache] = field(default_factory=list)
@@ -222,25 +248,31 @@ class DecoderCache:
 
 
 def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:
-    """Bytes the decoding cache grows by per generated token: ``layers * h_kv * (d_k + d_v) * bytes(dtype)``.
+    """Bytes the decoding cache grows by per generated token: ``layers * h_kv * (d_k + d_v) *
+    bytes(dtype)``.
 
-    ``config`` is an ``LMConfig`` (its ``num_layers``) or a ``TransformerConfig`` (its decoder's layers; the
-    cross-attention cache is per *source* token and is left out). ``h_kv`` is ``n_kv_heads`` (``num_heads``
-    when unset); ``d_k`` and ``d_v`` are the config's (``d_model // num_heads`` unless set). GPT-2 small in fp32:
-    ``12 * 12 * (64 + 64) * 4 = 73,728``; with 3 key/value heads (grouped-query) a quarter of that; with 1
-    (multi-query) a twelfth.
+    ``config`` is an ``LMConfig`` (its ``num_layers``) or a ``TransformerConfig`` (its decoder's
+    layers; the cross-attention cache is per *source* token and is left out). ``h_kv`` is
+    ``n_kv_heads`` (``num_heads`` when unset); ``d_k`` and ``d_v`` are the config's
+    (``d_model // num_heads`` unless set). GPT-2 small in fp32: ``12 * 12 * (64 + 64) * 4 =
+    73,728``; with 3 key/value heads (grouped-query) a quarter of that; with 1 (multi-query) a
+    twelfth.
     """
     layers = getattr(config, "decoder_layers", config.num_layers)
     kv_heads = config.n_kv_heads if config.n_kv_heads is not None else config.num_heads
-    widths = sum(w if w is not None else config.d_model // config.num_heads for w in (config.d_k, config.d_v))
+    widths = sum(
+        w if w is not None else config.d_model // config.num_heads for w in (config.d_k, config.d_v)
+    )
     return layers * kv_heads * widths * torch.empty((), dtype=dtype).element_size()
 
 
 class MultiHeadAttention(nn.Module):
-    r"""``MultiHead(Q, K, V) = Concat(head_1..head_h) W_O`` with ``head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)``.
+    r"""``MultiHead(Q, K, V) = Concat(head_1..head_h) W_O`` with ``head_i = Attention(Q W_Q_i, K
+    W_K_i, V W_V_i)``.
 
-    The ``h`` per-head projections are stored as one ``nn.Linear`` each for queries, keys and values (their
-    weights are the per-head matrices stacked), which is the same function and one matmul instead of ``h``.
+    The ``h`` per-head projections are stored as one ``nn.Linear`` each for queries, keys and values
+    (their weights are the per-head matrices stacked), which is the same function and one matmul
+    instead of ``h``.
 
     Args:
         d_model: width of the token vectors.
@@ -248,23 +280,25 @@ class MultiHeadAttention(nn.Module):
         d_k, d_v: per-head widths of queries/keys and of values; default ``d_model // h``.
         dropout: dropout on the attention weights.
         bias: whether the four projections have a bias.
-        num_kv_heads: ``h_kv``, the key/value heads (grouped-query attention, Ainslie et al. 2023, "GQA");
-            ``None``: ``h``, the paper's. Each group of ``h / h_kv`` query heads shares one key/value head::
+        num_kv_heads: ``h_kv``, the key/value heads (grouped-query attention, Ainslie et al. 2023,
+            "GQA"); ``None``: ``h``, the paper's. Each group of ``h / h_kv`` query heads shares one
+            key/value head::
 
                 h=4, h_kv=4 (multi-head)   h=4, h_kv=2 (grouped-query)   h=4, h_kv=1 (multi-query)
                 q: 0  1  2  3              q: 0  1  2  3                 q: 0  1  2  3
                    |  |  |  |                 \ /   \ /                    \  \ /  /
                 k,v: 0  1  2  3            k,v: 0     1                  k,v:    0
 
-            ``w_k`` and ``w_v`` (and the cache) shrink by ``h / h_kv``; the heads are repeated just before
-            the scores.
-        rope_theta: ``None`` (default): no rotation. A number: rotary positions (:func:`apply_rope` with this
-            ``theta``) on the queries and keys after the head split; with a cache, the new tokens' positions
-            start at the cached length.
+            ``w_k`` and ``w_v`` (and the cache) shrink by ``h / h_kv``; the heads are repeated just
+            before the scores.
+        rope_theta: ``None`` (default): no rotation. A number: rotary positions (:func:`apply_rope`
+            with this ``theta``) on the queries and keys after the head split; with a cache, the new
+            tokens' positions start at the cached length.
 
     ``forward`` returns ``(output, weights)``. With ``need_weights=False`` it takes PyTorch's fused
-    ``F.scaled_dot_product_attention`` and returns ``weights=None``; with ``need_weights=True`` (or inside
-    :func:`transformer_lib.capture_attention`) it runs the explicit path and returns ``(B, h, T_q, T_k)``.
+    ``F.scaled_dot_product_attention`` and returns ``weights=None``; with ``need_weights=True`` (or
+    inside :func:`transformer_lib.capture_attention`) it runs the explicit path and returns
+    ``(B, h, T_q, T_k)``.
     """
 
     def __init__(
@@ -284,7 +318,8 @@ class MultiHeadAttention(nn.Module):
         check_positive_ints(num_kv_heads=num_kv_heads)
         if num_heads % num_kv_heads:
             raise ValueError(
-                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each key/value head "
+                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
+                f"key/value head "
                 "serves a whole group of query heads"
             )
         if (d_k is None or d_v is None) and d_model % num_heads:
@@ -297,14 +332,17 @@ class MultiHeadAttention(nn.Module):
         self.d_v = d_v if d_v is not None else d_model // num_heads
         check_positive_ints(d_k=self.d_k, d_v=self.d_v)
         if rope_theta is not None and self.d_k % 2:
-            raise ValueError(f"rotary positions rotate pairs of features: d_k must be even, got d_k={self.d_k}")
+            raise ValueError(
+                f"rotary positions rotate pairs of features: d_k must be even, got d_k={self.d_k}"
+            )
         self.rope_theta = rope_theta
         self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
         self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, num_kv_heads * self.d_v, bias=bias)
         self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
-        # Set by capture_attention: when not None, forward takes the explicit path and appends its weights here.
+        # Set by capture_attention: when not None, forward takes the explicit path and appends its
+        # weights here.
         self.recorded_weights: list[torch.Tensor] | None = None
 
     def forward(
@@ -318,42 +356,55 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query (B, T_q, d_model)`` to ``key``/``value (B, T_k, d_model)``.
 
-        ``mask``: bool, True = may attend, 4-D and broadcastable to ``(B, h, T_q, T_k)``: a padding mask
-        ``(B, 1, 1, T_k)`` (:func:`~transformer_lib.model.masks.padding_mask`), a causal mask ``(1, 1, T_q, T_k)``
-        (:func:`~transformer_lib.model.masks.causal_mask`), or both combined with ``&``.
-        ``cache``: a :class:`KVCache` for step-by-step decoding (``T_k`` then counts the cached positions).
-        Returns ``output (B, T_q, d_model)`` and ``weights (B, h, T_q, T_k)`` or ``None``.
-        Inputs must be floating point, of one dtype, that of the weights (or any, under ``torch.autocast``),
-        with one batch size; see the module docstring for masks and NaN.
+        ``mask``: bool, True = may attend, 4-D and broadcastable to ``(B, h, T_q, T_k)``: a padding
+        mask ``(B, 1, 1, T_k)`` (:func:`~transformer_lib.model.masks.padding_mask`), a causal mask
+        ``(1, 1, T_q, T_k)`` (:func:`~transformer_lib.model.masks.causal_mask`), or both combined
+        with ``&``. ``cache``: a :class:`KVCache` for step-by-step decoding (``T_k`` then counts the
+        cached positions). Returns ``output (B, T_q, d_model)`` and ``weights (B, h, T_q, T_k)`` or
+        ``None``. Inputs must be floating point, of one dtype, that of the weights (or any, under
+        ``torch.autocast``), with one batch size; see the module docstring for masks and NaN.
         """
-        # Keys held only in a self-attention cache: the new tokens come after them (and so do their positions).
+        # Keys held only in a self-attention cache: the new tokens come after them (and so do their
+        # positions).
         start = 0 if cache is None or cache.static or cache.k is None else cache.k.size(2)
         check_attention_inputs(
-            query, key, value, mask, d_model=self.d_model, num_heads=self.num_heads, cached=start,
+            query,
+            key,
+            value,
+            mask,
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            cached=start,
             weight_dtype=self.w_q.weight.dtype,
         )
         if mask is not None:  # tokens hidden from every head are zeroed before the projections
             query, key, value = _zero_hidden(query, key, value, mask.any(dim=1), keys=start == 0)
         q = split_heads(self.w_q(query), self.num_heads)  # (B, h, T_q, d_k)
         if self.rope_theta is not None:
-            q = apply_rope(q, torch.arange(start, start + q.size(2), device=q.device), self.rope_theta)
+            q = apply_rope(
+                q, torch.arange(start, start + q.size(2), device=q.device), self.rope_theta
+            )
         k, v = self._keys_and_values(key, value, cache, start)  # (B, h, T_k, d_k), (B, h, T_k, d_v)
-        out, weights = self._attend(q, k, v, mask, need_weights)  # (B, h, T_q, d_v), (B, h, T_q, T_k) or None
+        # (B, h, T_q, d_v), (B, h, T_q, T_k) or None
+        out, weights = self._attend(q, k, v, mask, need_weights)
         return self.w_o(combine_heads(out)), weights  # (B, T_q, d_model)
 
     def _keys_and_values(
         self, key: torch.Tensor, value: torch.Tensor, cache: KVCache | None, start: int
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Project keys and values into their ``h_kv`` heads (rotated from position ``start``, with rotary
-        positions), reuse or extend ``cache``, which stores them before any repetition, then repeat each
-        key/value head for its ``h / h_kv`` query heads. Returns ``(B, h, T_k, d_k)``, ``(B, h, T_k, d_v)``."""
+        """Project keys and values into their ``h_kv`` heads (rotated from position ``start``, with
+        rotary positions), reuse or extend ``cache``, which stores them before any repetition, then
+        repeat each key/value head for its ``h / h_kv`` query heads. Returns ``(B, h, T_k, d_k)``,
+        ``(B, h, T_k, d_v)``."""
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # (B, h_kv, T_k, d_k), (B, h_kv, T_k, d_v)
         else:
             k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, h_kv, T_new, d_k)
             v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, h_kv, T_new, d_v)
             if self.rope_theta is not None:
-                k = apply_rope(k, torch.arange(start, start + k.size(2), device=k.device), self.rope_theta)
+                k = apply_rope(
+                    k, torch.arange(start, start + k.size(2), device=k.device), self.rope_theta
+                )
             if cache is not None:
                 if cache.k is not None:
                     k = torch.cat([cache.k, k], dim=2)  # (B, h_kv, T_past + T_new, d_k)
@@ -361,23 +412,33 @@ class MultiHeadAttention(nn.Module):
                 cache.k, cache.v = k, v
         group = self.num_heads // self.num_kv_heads
         if group > 1:  # each key/value head serves h / h_kv query heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, T_k, d_k)
+            # (B, h, T_k, d_k)
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         return k, v
 
     def _attend(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, need_weights: bool
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None,
+        need_weights: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(out (B, h, T_q, d_v), weights (B, h, T_q, T_k) or None)``: the explicit path when the weights are
-        asked for or recorded (:func:`~transformer_lib.capture_attention`), else PyTorch's fused kernel, the same
-        function without materialising the weights. The inputs are checked and the hidden tokens zeroed."""
+        """``(out (B, h, T_q, d_v), weights (B, h, T_q, T_k) or None)``: the explicit path when the
+        weights are asked for or recorded (:func:`~transformer_lib.capture_attention`), else
+        PyTorch's fused kernel, the same function without materialising the weights. The inputs are
+        checked and the hidden tokens zeroed."""
         if need_weights or self.recorded_weights is not None:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)  # (B, h, T_q, d_v)
+            # (B, h, T_q, d_v)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)
             if self.recorded_weights is not None:
                 self.recorded_weights.append(weights.detach())
             return out, (weights if need_weights else None)
         p = self.dropout.p if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, h, T_q, d_v)
+        # (B, h, T_q, d_v)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if mask is not None:
-            # Same rule as the explicit path on every backend: a query with no allowed key outputs zeros.
+            # Same rule as the explicit path on every backend: a query with no allowed key outputs
+            # zeros.
             out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
         return out, None

@@ -1,7 +1,8 @@
 """The decoder: ``N`` layers of masked self-attention, cross-attention over the encoder's memory,
-and feed-forward. Its :class:`~transformer_lib.model.attention.DecoderCache` (in ``attention.py``, beside
-``KVCache``, as the language models use it too) lets it decode one token at a time without
+and feed-forward. Its :class:`~transformer_lib.model.attention.DecoderCache` (in ``attention.py``,
+beside ``KVCache``, as the language models use it too) lets it decode one token at a time without
 recomputing the past."""
+
 import torch
 from torch import nn
 
@@ -12,10 +13,10 @@ __all__ = ["DecoderLayer", "Decoder", "DecoderCache"]
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention (queries from the decoder, keys and values from the encoder's
-    memory), feed-forward; each in a :class:`ResidualSublayer`. Arguments as :class:`EncoderLayer`; with
-    ``rope_theta``, only the self-attention rotates (a target position and a source position are on two
-    different axes, so their offset means nothing)."""
+    """Masked self-attention, cross-attention (queries from the decoder, keys and values from the
+    encoder's memory), feed-forward; each in a :class:`ResidualSublayer`. Arguments as
+    :class:`EncoderLayer`; with ``rope_theta``, only the self-attention rotates (a target position
+    and a source position are on two different axes, so their offset means nothing)."""
 
     def __init__(
         self,
@@ -47,11 +48,13 @@ class DecoderLayer(nn.Module):
     ) -> torch.Tensor:
         """``x (B, T_tgt, d_model)``, ``memory (B, T_src, d_model)``.
 
-        ``tgt_mask``: bool, True = may attend, ``(B or 1, 1, T_tgt, T_tgt)``: causal, and padding if any.
-        ``memory_mask``: bool, ``(B, 1, 1, T_src)``: the source's padding mask.
+        ``tgt_mask``: bool, True = may attend, ``(B or 1, 1, T_tgt, T_tgt)``: causal, and padding if
+        any. ``memory_mask``: bool, ``(B, 1, 1, T_src)``: the source's padding mask.
         """
         x = self.residual_self(x, lambda y: self.self_attn(y, y, y, tgt_mask, cache=self_cache)[0])
-        x = self.residual_cross(x, lambda y: self.cross_attn(y, memory, memory, memory_mask, cache=cross_cache)[0])
+        x = self.residual_cross(
+            x, lambda y: self.cross_attn(y, memory, memory, memory_mask, cache=cross_cache)[0]
+        )
         return self.residual_ff(x, self.feed_forward)  # (B, T_tgt, d_model)
 
 
@@ -68,7 +71,8 @@ class Decoder(LayerStack):
         memory_mask: torch.Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
-        """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache."""
+        """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache.
+        """
         if cache is not None:
             cache.check_fits("decoder", len(self.layers), cross_attention=True)
         for i, layer in enumerate(self.layers):

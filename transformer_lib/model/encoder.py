@@ -1,4 +1,5 @@
-"""The encoder: ``N`` identical layers of self-attention and feed-forward, each wrapped in a residual sublayer."""
+"""The encoder: ``N`` identical layers of self-attention and feed-forward, each wrapped in a
+residual sublayer."""
 
 import torch
 from torch import nn
@@ -38,13 +39,18 @@ class EncoderLayer(nn.Module):
         self.residual_attn = o.residual(d_model)
         self.residual_ff = o.residual(d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
-        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask ``(B, 1, 1, T)``.
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask
+        ``(B, 1, 1, T)``.
 
-        ``cache``: a :class:`KVCache` when the layer serves as a GPT block generating one token at a time
-        (notebook 11); ``x`` then holds only the new tokens, and ``mask`` must be causal over cache + new.
+        ``cache``: a :class:`KVCache` when the layer serves as a GPT block generating one token at a
+        time (notebook 11); ``x`` then holds only the new tokens, and ``mask`` must be causal over
+        cache + new.
         """
-        x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask, cache=cache)[0])  # (B, T, d_model)
+        # (B, T, d_model)
+        x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask, cache=cache)[0])
         return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
 
 
@@ -58,8 +64,9 @@ class Encoder(LayerStack):
     ) -> torch.Tensor:
         """``x (B, T, d_model)``; ``mask`` bool, True = may attend, e.g. a padding mask
         ``(B, 1, 1, T)``. ``cache``: when the stack is a decoder-only language model generating one
-        token at a time (:class:`~transformer_lib.model.lm.DecoderOnlyLM`); ``x`` then holds only the new
-        tokens, ``mask`` must be causal over cached + new, and their keys and values join the cache.
+        token at a time (:class:`~transformer_lib.model.lm.DecoderOnlyLM`); ``x`` then holds only
+        the new tokens, ``mask`` must be causal over cached + new, and their keys and values join
+        the cache.
         """
         if cache is not None:
             cache.check_fits("encoder", len(self.layers), cross_attention=False)

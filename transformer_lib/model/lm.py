@@ -1,12 +1,16 @@
-"""Language models from the encoder's layers: a decoder-only model (GPT) and an encoder-only masked model (BERT).
+"""Language models from the encoder's layers: a decoder-only model (GPT) and an encoder-only masked
+model (BERT).
 
-Nothing here is a second attention or layer: both models stack :class:`~transformer_lib.EncoderLayer`.
+Nothing here is a second attention or layer: both models stack
+:class:`~transformer_lib.EncoderLayer`.
 
-- **Decoder-only** (GPT, Radford et al. 2018/2019): an encoder layer whose self-attention gets a *causal* mask
-  is a GPT block. Trained to predict token ``t + 1`` from tokens ``<= t``; generates one token at a time, with
-  the same :class:`~transformer_lib.model.attention.DecoderCache` as the translation decoder.
-- **Encoder-only** (BERT, Devlin et al. 2019): the bidirectional encoder, trained to recover tokens hidden by
-  the 80/10/10 masking recipe (:func:`mask_tokens`); the loss counts only the hidden positions.
+- **Decoder-only** (GPT, Radford et al. 2018/2019): an encoder layer whose self-attention gets a
+  *causal* mask is a GPT block. Trained to predict token ``t + 1`` from tokens ``<= t``; generates
+  one token at a time, with the same :class:`~transformer_lib.model.attention.DecoderCache` as the
+  translation decoder.
+- **Encoder-only** (BERT, Devlin et al. 2019): the bidirectional encoder, trained to recover tokens
+  hidden by the 80/10/10 masking recipe (:func:`mask_tokens`); the loss counts only the hidden
+  positions.
 
 Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, logits ``(B, T, V)``.
 """
@@ -49,26 +53,29 @@ __all__ = [
     "IGNORE_INDEX",
 ]
 
-# IGNORE_INDEX (-100, F.cross_entropy's default ignore_index) marks the targets a loss skips; perplexity is
-# train.perplexity, which scores these models' (inputs, targets) batches as well as the encoder-decoder's.
+# IGNORE_INDEX (-100, F.cross_entropy's default ignore_index) marks the targets a loss skips;
+# perplexity is train.perplexity, which scores these models' (inputs, targets) batches as well as
+# the encoder-decoder's.
 
 
 @dataclass(frozen=True)
 class LMConfig(ModelOptions):
-    """Sizes and options of a :class:`DecoderOnlyLM` or :class:`MaskedLM` (NOTATION.md for the symbols).
+    """Sizes and options of a :class:`DecoderOnlyLM` or :class:`MaskedLM` (NOTATION.md for the
+    symbols).
 
-    ``positional``: ``"learned"`` (GPT-2, BERT) or ``"sinusoidal"`` (the paper). ``norm_first``: pre-LN
-    (GPT-2) or post-LN (BERT, the paper). ``pad_id=None``: no padding token (GPT-2 has none; with an int, that
-    embedding row starts at zero and :class:`MaskedLM` hides that token from attention unless given a mask).
+    ``positional``: ``"learned"`` (GPT-2, BERT) or ``"sinusoidal"`` (the paper). ``norm_first``:
+    pre-LN (GPT-2) or post-LN (BERT, the paper). ``pad_id=None``: no padding token (GPT-2 has none;
+    with an int, that embedding row starts at zero and :class:`MaskedLM` hides that token from
+    attention unless given a mask).
 
     The options default to the paper's block and make the same models GPT-2, BERT and Llama
     (``interop.from_huggingface``). Those both configs share are declared once in
-    :class:`~transformer_lib.model.transformer.ModelOptions` (``activation``, ``norm``, ``n_kv_heads``, ...);
-    this one adds ``attention_dropout`` (a field of :class:`TransformerConfig`),
-    ``type_vocab_size`` (BERT's token-type, or segment, embeddings: that many rows, added to the
-    token vectors; 0: none) and ``tie_embeddings`` (True: the output projection is the token
-    embedding's matrix, as in the paper, GPT-2 and BERT; False: a matrix of its own).
-    :meth:`llama_like` shows Llama's options together.
+    :class:`~transformer_lib.model.transformer.ModelOptions` (``activation``, ``norm``,
+    ``n_kv_heads``, ...); this one adds ``attention_dropout`` (a field of
+    :class:`TransformerConfig`), ``type_vocab_size`` (BERT's token-type, or segment, embeddings:
+    that many rows, added to the token vectors; 0: none) and ``tie_embeddings`` (True: the output
+    projection is the token embedding's matrix, as in the paper, GPT-2 and BERT; False: a matrix of
+    its own). :meth:`llama_like` shows Llama's options together.
     """
 
     vocab_size: int
@@ -94,7 +101,8 @@ class LMConfig(ModelOptions):
             probabilities=("dropout", "attention_dropout"),
             flags=("norm_first", "tie_embeddings"),
         )
-        check_non_negative_ints(type_vocab_size=self.type_vocab_size)  # 0: no token-type embeddings; BERT: 2
+        # 0: no token-type embeddings; BERT: 2
+        check_non_negative_ints(type_vocab_size=self.type_vocab_size)
 
     def replace(self, **changes) -> "LMConfig":
         """A copy with some fields changed: ``config.replace(num_layers=2)``."""
@@ -102,22 +110,23 @@ class LMConfig(ModelOptions):
 
     @classmethod
     def gpt2_small(cls) -> "LMConfig":
-        """GPT-2 small (Radford et al. 2019): 12 pre-LN layers, d_model 768, 12 heads, 50257 BPE tokens, 1024
-        learned positions. Its published size is 124M parameters."""
+        """GPT-2 small (Radford et al. 2019): 12 pre-LN layers, d_model 768, 12 heads, 50257 BPE
+        tokens, 1024 learned positions. Its published size is 124M parameters."""
         return cls(vocab_size=50257, max_len=1024, positional="learned", norm_first=True)
 
     @classmethod
     def bert_base(cls) -> "LMConfig":
-        """BERT-base (Devlin et al. 2019): 12 post-LN layers, d_model 768, 12 heads, 30522 WordPiece tokens, 512
-        learned positions. Its published size is 110M parameters."""
+        """BERT-base (Devlin et al. 2019): 12 post-LN layers, d_model 768, 12 heads, 30522 WordPiece
+        tokens, 512 learned positions. Its published size is 110M parameters."""
         return cls(vocab_size=30522, max_len=512, positional="learned", norm_first=False)
 
     @classmethod
     def llama_like(cls, vocab_size: int, **sizes) -> "LMConfig":
-        """The block of Llama (Touvron et al. 2023) on the paper's skeleton: pre-norm with RMSNorm, rotary
-        positions, a SwiGLU feed-forward, grouped-query attention (2 key/value heads for 4 query heads), no
-        biases, unscaled embeddings and an untied output head, at a size for the CPU; ``sizes`` overrides any
-        field (``n_kv_heads=4`` for multi-head, ``1`` for multi-query)."""
+        """The block of Llama (Touvron et al. 2023) on the paper's skeleton: pre-norm with RMSNorm,
+        rotary positions, a SwiGLU feed-forward, grouped-query attention (2 key/value heads for 4
+        query heads), no biases, unscaled embeddings and an untied output head, at a size for the
+        CPU; ``sizes`` overrides any field (``n_kv_heads=4`` for multi-head, ``1`` for multi-query).
+        """
         fields = dict(
             d_model=128,
             num_heads=4,
@@ -139,10 +148,10 @@ class LMConfig(ModelOptions):
 
     @classmethod
     def cpu_char_masked(cls, vocab_size: int) -> "LMConfig":
-        """A masked (BERT-style) character model for the CPU (notebook 11): post-LN like BERT, 2 layers of
-        d_model 64 and the paper's sinusoidal positions, on windows of up to 64 characters. It is smaller than
-        :meth:`cpu_char` because the masked objective scores only 15% of the positions it reads, so it needs more
-        positions per CPU second."""
+        """A masked (BERT-style) character model for the CPU (notebook 11): post-LN like BERT, 2
+        layers of d_model 64 and the paper's sinusoidal positions, on windows of up to 64
+        characters. It is smaller than :meth:`cpu_char` because the masked objective scores only 15%
+        of the positions it reads, so it needs more positions per CPU second."""
         return cls(
             vocab_size,
             d_model=64,
@@ -157,8 +166,8 @@ class LMConfig(ModelOptions):
 
     @classmethod
     def cpu_char(cls, vocab_size: int, norm_first: bool = True) -> "LMConfig":
-        """A character model that trains on a CPU in a few minutes (notebook 11): 3 layers, d_model 128, windows
-        of up to 128 characters (learned positions exist only for those)."""
+        """A character model that trains on a CPU in a few minutes (notebook 11): 3 layers, d_model
+        128, windows of up to 128 characters (learned positions exist only for those)."""
         return cls(
             vocab_size,
             d_model=128,
@@ -173,20 +182,25 @@ class LMConfig(ModelOptions):
 
 
 class _EncoderStackLM(nn.Module):
-    """What both models share: embeddings, positions, a stack of encoder layers, and the output projection."""
+    """What both models share: embeddings, positions, a stack of encoder layers, and the output
+    projection."""
 
     def __init__(self, config: LMConfig):
         super().__init__()
         self.config = c = config
-        self.embed = TokenEmbedding(c.vocab_size, c.d_model, padding_idx=c.pad_id, scale=c.scale_embeddings)
+        self.embed = TokenEmbedding(
+            c.vocab_size, c.d_model, padding_idx=c.pad_id, scale=c.scale_embeddings
+        )
         self.positions = make_positions(c)
         self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, block_options(c))
         init_projections(self)
-        # Options (None when off, so a default model has exactly the modules and parameters it always had):
+        # Options (None when off, so a default model has exactly the modules and parameters it
+        # always had):
         self.token_type_embed = None  # BERT's segment embeddings, added to the token vectors
         if c.type_vocab_size:
             self.token_type_embed = nn.Embedding(c.type_vocab_size, c.d_model)
-            nn.init.normal_(self.token_type_embed.weight, std=c.d_model**-0.5)  # the size of an unscaled token row
+            # the size of an unscaled token row
+            nn.init.normal_(self.token_type_embed.weight, std=c.d_model**-0.5)
         self.output = None  # an untied output projection; tied, the logits read the token embedding
         if not c.tie_embeddings:
             self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
@@ -196,21 +210,25 @@ class _EncoderStackLM(nn.Module):
         check_token_batch(tokens=tokens)
         if start + tokens.size(1) > self.config.max_len:
             raise ValueError(
-                f"positions {start}..{start + tokens.size(1) - 1} exceed max_len={self.config.max_len}; "
+                f"positions {start}..{start + tokens.size(1) - 1} exceed "
+                f"max_len={self.config.max_len}; "
                 "use a shorter input or a config with a larger max_len"
             )
 
     @staticmethod
     def _check_padding_mask(mask: torch.Tensor, tokens: torch.Tensor, key_length: int) -> None:
-        """A padding mask must be bool ``(B, 1, 1, T_k)``, True at real tokens, one row per sequence."""
+        """A padding mask must be bool ``(B, 1, 1, T_k)``, True at real tokens, one row per
+        sequence."""
         expected = (tokens.size(0), 1, 1, key_length)
         right_kind = isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 4
         if not right_kind:
             check_mask(mask, expected, device=tokens.device)  # names the wrong type, dtype or rank
         if tuple(mask.shape) != expected:
             raise ValueError(
-                f"mask must be a padding mask of shape (B, 1, 1, T_k) = {expected}, True at real tokens, got "
-                f"{tuple(mask.shape)}; make it with tl.padding_mask(tokens, pad_id), or from Hugging Face's "
+                f"mask must be a padding mask of shape (B, 1, 1, T_k) = {expected}, True at real "
+                f"tokens, got "
+                f"{tuple(mask.shape)}; make it with tl.padding_mask(tokens, pad_id), or from "
+                f"Hugging Face's "
                 "attention_mask (B, T) with attention_mask.bool()[:, None, None, :]"
             )
         check_mask(mask, expected, device=tokens.device)  # the device
@@ -222,19 +240,21 @@ class _EncoderStackLM(nn.Module):
         cache: DecoderCache | None = None,
         token_types: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``tokens (B, T)`` -> ``(B, T, d_model)``: embed (plus token types, if the model has them), add
-        positions, run the stack of blocks (it ends with the final norm and extends ``cache``)."""
+        """``tokens (B, T)`` -> ``(B, T, d_model)``: embed (plus token types, if the model has
+        them), add positions, run the stack of blocks (it ends with the final norm and extends
+        ``cache``)."""
         start = cache.length if cache is not None else 0
         x = self.embed(tokens)  # (B, T, d_model)
         if self.token_type_embed is not None:
-            types = torch.zeros_like(tokens) if token_types is None else token_types  # (B, T): BERT's default 0
+            # (B, T): BERT's default 0
+            types = torch.zeros_like(tokens) if token_types is None else token_types
             x = x + self.token_type_embed(types)  # (B, T, d_model)
         x = self.positions(x, start=start)  # (B, T, d_model)
         return self.blocks(x, mask, cache)  # (B, T, d_model)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """``(B, T, d_model)`` -> ``(B, T, V)`` through the transposed token embedding (tied weights), or the
-        model's own output matrix with ``tie_embeddings=False``."""
+        """``(B, T, d_model)`` -> ``(B, T, V)`` through the transposed token embedding (tied
+        weights), or the model's own output matrix with ``tie_embeddings=False``."""
         if self.output is not None:
             return self.output(hidden)  # (B, T, V)
         return hidden @ self.embed.weight.T  # (B, T, V)
@@ -243,18 +263,20 @@ class _EncoderStackLM(nn.Module):
 class DecoderOnlyLM(_EncoderStackLM):
     """GPT: encoder layers with a causal mask; ``forward(tokens (B, T)) -> logits (B, T, V)``.
 
-    The logits at position ``t`` predict token ``t + 1`` from tokens ``<= t`` only. With a ``cache`` (see
-    :meth:`new_cache`) ``tokens`` holds only the newest tokens; they sit after the cached ones and see them all.
-    ``mask``: an optional padding mask, bool ``(B, 1, 1, T_k)``, True = may attend (a real token), combined with
-    the causal mask; with a cache ``T_k`` counts the cached tokens too. Padded positions still get logits, which
-    mean nothing. Positions count from the first column, padded or not (as Hugging Face's do when no
-    ``position_ids`` are given), so with right padding the real positions get exactly the unpadded logits.
+    The logits at position ``t`` predict token ``t + 1`` from tokens ``<= t`` only. With a ``cache``
+    (see :meth:`new_cache`) ``tokens`` holds only the newest tokens; they sit after the cached ones
+    and see them all. ``mask``: an optional padding mask, bool ``(B, 1, 1, T_k)``, True = may attend
+    (a real token), combined with the causal mask; with a cache ``T_k`` counts the cached tokens
+    too. Padded positions still get logits, which mean nothing. Positions count from the first
+    column, padded or not (as Hugging Face's do when no ``position_ids`` are given), so with right
+    padding the real positions get exactly the unpadded logits.
     """
 
     def __init__(self, config: LMConfig):
         if config.type_vocab_size:
             raise ValueError(
-                f"type_vocab_size={config.type_vocab_size}: token-type embeddings belong to the masked model "
+                f"type_vocab_size={config.type_vocab_size}: token-type embeddings belong to the "
+                f"masked model "
                 "(MaskedLM, BERT); a DecoderOnlyLM has none (type_vocab_size=0)"
             )
         super().__init__(config)
@@ -267,7 +289,8 @@ class DecoderOnlyLM(_EncoderStackLM):
     ) -> torch.Tensor:
         start = cache.length if cache is not None else 0
         self._check_tokens(tokens, start)
-        attend = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)  # (1, 1, T, start + T)
+        # (1, 1, T, start + T)
+        attend = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)
         if mask is not None:
             self._check_padding_mask(mask, tokens, start + tokens.size(1))
             attend = attend & mask  # (B, 1, T, start + T)
@@ -279,12 +302,14 @@ class DecoderOnlyLM(_EncoderStackLM):
 
 
 class MaskedLM(_EncoderStackLM):
-    """BERT: the bidirectional encoder and a prediction head; ``forward(tokens (B, T)) -> logits (B, T, V)``.
+    """BERT: the bidirectional encoder and a prediction head; ``forward(tokens (B, T)) -> logits (B,
+    T, V)``.
 
-    Every position sees every other real token: ``mask`` (bool ``(B, 1, 1, T)``, True = may attend) says which
-    are real; without it, every token except ``pad_id`` (every token, when ``pad_id`` is None). ``token_types``
-    ``(B, T)``: each token's segment, for a model with ``type_vocab_size > 0`` (default: all 0, as in BERT).
-    The head is BERT's: a dense layer with GELU and a LayerNorm, then the output projection with a bias of its own.
+    Every position sees every other real token: ``mask`` (bool ``(B, 1, 1, T)``, True = may attend)
+    says which are real; without it, every token except ``pad_id`` (every token, when ``pad_id`` is
+    None). ``token_types`` ``(B, T)``: each token's segment, for a model with
+    ``type_vocab_size > 0`` (default: all 0, as in BERT). The head is BERT's: a dense layer with
+    GELU and a LayerNorm, then the output projection with a bias of its own.
     """
 
     def __init__(self, config: LMConfig):
@@ -292,7 +317,10 @@ class MaskedLM(_EncoderStackLM):
         self.head = MaskedLMHead(config.d_model, config.vocab_size, config.layer_norm_eps)
 
     def forward(
-        self, tokens: torch.Tensor, mask: torch.Tensor | None = None, token_types: torch.Tensor | None = None
+        self,
+        tokens: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        token_types: torch.Tensor | None = None,
     ) -> torch.Tensor:
         self._check_tokens(tokens)
         if mask is not None:
@@ -301,23 +329,33 @@ class MaskedLM(_EncoderStackLM):
             mask = padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T)
         if token_types is not None:
             self._check_token_types(token_types, tokens)
-        hidden = self.head(self.hidden_states(tokens, mask, token_types=token_types))  # (B, T, d_model)
+        # (B, T, d_model)
+        hidden = self.head(self.hidden_states(tokens, mask, token_types=token_types))
         return self.logits(hidden) + self.head.output_bias  # (B, T, V)
 
     def _check_token_types(self, token_types: torch.Tensor, tokens: torch.Tensor) -> None:
         size = self.config.type_vocab_size
         if not size:
-            raise ValueError("token_types given, but this model has no token-type embeddings (type_vocab_size=0)")
+            raise ValueError(
+                "token_types given, but this model has no token-type embeddings (type_vocab_size=0)"
+            )
         if not isinstance(token_types, torch.Tensor) or token_types.shape != tokens.shape:
-            got = tuple(token_types.shape) if isinstance(token_types, torch.Tensor) else type(token_types).__name__
-            raise ValueError(f"token_types must be (B, T) = {tuple(tokens.shape)} like the tokens, got {got}")
+            got = (
+                tuple(token_types.shape)
+                if isinstance(token_types, torch.Tensor)
+                else type(token_types).__name__
+            )
+            raise ValueError(
+                f"token_types must be (B, T) = {tuple(tokens.shape)} like the tokens, got {got}"
+            )
         check_token_ids("token_types", token_types, size)
 
 
 class MaskedLMHead(nn.Module):
-    """BERT's prediction head before the output projection: ``LayerNorm(GELU(x W + b))`` (GELU whatever the
-    blocks use: BERT's head uses its ``hidden_act``, which is GELU), plus the bias that the output projection
-    adds to each vocabulary entry (the projection's matrix is the embedding's when tied)."""
+    """BERT's prediction head before the output projection: ``LayerNorm(GELU(x W + b))`` (GELU
+    whatever the blocks use: BERT's head uses its ``hidden_act``, which is GELU), plus the bias that
+    the output projection adds to each vocabulary entry (the projection's matrix is the embedding's
+    when tied)."""
 
     def __init__(self, d_model: int, vocab_size: int, eps: float = 1e-5):
         super().__init__()
@@ -337,13 +375,14 @@ def mask_tokens(
     rate: float = 0.15,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masking recipe: pick ``rate`` of the maskable positions; of those, 80% become ``mask_id``, 10% a
-    random token, 10% stay as they are. Returns ``(inputs (B, T), targets (B, T))``: targets hold the original
-    token at picked positions and :data:`IGNORE_INDEX` everywhere else, so the loss counts only picked ones.
+    """BERT's masking recipe: pick ``rate`` of the maskable positions; of those, 80% become
+    ``mask_id``, 10% a random token, 10% stay as they are. Returns ``(inputs (B, T), targets (B,
+    T))``: targets hold the original token at picked positions and :data:`IGNORE_INDEX` everywhere
+    else, so the loss counts only picked ones.
 
-    ``special_ids`` (padding, ...) are never picked, and random replacements are never special tokens or the
-    mask itself. Keeping 10% unchanged makes the model produce a useful prediction for every token it sees,
-    not only for ``mask_id`` (which never appears when the model is used).
+    ``special_ids`` (padding, ...) are never picked, and random replacements are never special
+    tokens or the mask itself. Keeping 10% unchanged makes the model produce a useful prediction for
+    every token it sees, not only for ``mask_id`` (which never appears when the model is used).
     """
     if not 0.0 < rate <= 1.0:
         raise ValueError(f"rate must be in (0, 1], got {rate}")
@@ -352,14 +391,17 @@ def mask_tokens(
         maskable &= tokens != i
     draw = torch.rand(tokens.shape, generator=generator, device=tokens.device)  # (B, T)
     picked = maskable & (draw < rate)
-    action = torch.rand(tokens.shape, generator=generator, device=tokens.device)  # (B, T): which of 80/10/10
+    # (B, T): which of 80/10/10
+    action = torch.rand(tokens.shape, generator=generator, device=tokens.device)
     to_mask = picked & (action < 0.8)
     to_random = picked & (action >= 0.8) & (action < 0.9)
     forbidden = torch.tensor(sorted({*special_ids, mask_id}), device=tokens.device)
     allowed = torch.ones(vocab_size, dtype=torch.bool, device=tokens.device)
     allowed[forbidden] = False
     candidates = allowed.nonzero()[:, 0]  # ids a random replacement may take
-    random_ids = candidates[torch.randint(len(candidates), tokens.shape, generator=generator, device=tokens.device)]
+    random_ids = candidates[
+        torch.randint(len(candidates), tokens.shape, generator=generator, device=tokens.device)
+    ]
     inputs = torch.where(to_mask, torch.full_like(tokens, mask_id), tokens)
     inputs = torch.where(to_random, random_ids, inputs)
     targets = torch.where(picked, tokens, torch.full_like(tokens, IGNORE_INDEX))
@@ -367,12 +409,17 @@ def mask_tokens(
 
 
 def masking_shares(
-    tokens: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, mask_id: int, special_ids: tuple[int, ...]
+    tokens: torch.Tensor,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    mask_id: int,
+    special_ids: tuple[int, ...],
 ) -> dict[str, float]:
-    """What a masking did to ``tokens (B, T)``, as the shares that define BERT's recipe (:func:`mask_tokens` aims
-    at 15% picked, 80% of them ``mask_id``, 10% another token, none of the rest changed). Shares, not positions:
-    two correct recipes draw different positions, but the same shares. A replacement may draw the original token,
-    so "given another token" sits a little under 10%."""
+    """What a masking did to ``tokens (B, T)``, as the shares that define BERT's recipe
+    (:func:`mask_tokens` aims at 15% picked, 80% of them ``mask_id``, 10% another token, none of the
+    rest changed). Shares, not positions: two correct recipes draw different positions, but the same
+    shares. A replacement may draw the original token, so "given another token" sits a little under
+    10%."""
     maskable = ~torch.isin(tokens, torch.tensor(special_ids, dtype=tokens.dtype))  # (B, T)
     picked = targets != IGNORE_INDEX  # (B, T)
     replaced = picked & (inputs != tokens) & (inputs != mask_id)
@@ -386,18 +433,24 @@ def masking_shares(
         "share of the special positions picked": share(picked & ~maskable, ~maskable),
         "share of picked positions set to mask_id": share((inputs == mask_id) & picked, picked),
         "share of picked positions given another token": share(replaced, picked),
-        "share of positions not picked that were changed": share((inputs != tokens) & ~picked, ~picked),
-        "share of random replacements that are special or mask_id": share(replaced & special_or_mask, replaced),
-        "share of picked targets that are not the original token": share(picked & (targets != tokens), picked),
+        "share of positions not picked that were changed": share(
+            (inputs != tokens) & ~picked, ~picked
+        ),
+        "share of random replacements that are special or mask_id": share(
+            replaced & special_or_mask, replaced
+        ),
+        "share of picked targets that are not the original token": share(
+            picked & (targets != tokens), picked
+        ),
     }
 
 
 def expected_masking_shares(
     vocab_size: int, mask_id: int, special_ids: tuple[int, ...], rate: float = 0.15
 ) -> dict[str, float]:
-    """The shares of :func:`masking_shares` that :func:`mask_tokens` has in expectation: ``rate`` of the maskable
-    positions picked, 80% of those set to ``mask_id``, 10% given a random token (which is the original one in 1 of
-    the ``candidates`` draws), and nothing else changed."""
+    """The shares of :func:`masking_shares` that :func:`mask_tokens` has in expectation: ``rate`` of
+    the maskable positions picked, 80% of those set to ``mask_id``, 10% given a random token (which
+    is the original one in 1 of the ``candidates`` draws), and nothing else changed."""
     candidates = vocab_size - len({*special_ids, mask_id})  # the ids a random replacement may take
     return {
         "share of the non-special positions picked": rate,
@@ -413,11 +466,13 @@ def expected_masking_shares(
 def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over the positions whose target is not :data:`IGNORE_INDEX`.
 
-    ``logits (B, T, V)``, ``targets (B, T)``. For the decoder-only model every target counts (the next
-    character); for the masked model only the picked positions do.
+    ``logits (B, T, V)``, ``targets (B, T)``. For the decoder-only model every target counts (the
+    next character); for the masked model only the picked positions do.
     """
     if logits.shape[:-1] != targets.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must agree on (B, T)")
+        raise ValueError(
+            f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must agree on (B, T)"
+        )
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
 
 
@@ -448,16 +503,20 @@ def generate(
     choose=None,
     use_cache: bool = True,
 ) -> torch.Tensor:
-    """Continue ``prompt (B, T0)`` by ``max_new_tokens`` tokens; returns ``(B, T0 + max_new_tokens)``.
+    """Continue ``prompt (B, T0)`` by ``max_new_tokens`` tokens; returns
+    ``(B, T0 + max_new_tokens)``.
 
-    ``choose(log_probs (B, V)) -> (B,)`` picks each next token (greedy by default); build a sampling one with
-    :func:`transformer_lib.applications.decode.sampler`. With ``use_cache`` each step feeds only the newest token
-    and the model's :class:`~transformer_lib.model.attention.DecoderCache` supplies the keys and values of
-    the earlier ones; without it each step re-reads the whole sequence. Both give the same tokens.
-    The loop is :func:`transformer_lib.applications.decode.autoregress`, the translation model's too.
+    ``choose(log_probs (B, V)) -> (B,)`` picks each next token (greedy by default); build a sampling
+    one with :func:`transformer_lib.applications.decode.sampler`. With ``use_cache`` each step feeds
+    only the newest token and the model's :class:`~transformer_lib.model.attention.DecoderCache`
+    supplies the keys and values of the earlier ones; without it each step re-reads the whole
+    sequence. Both give the same tokens. The loop is
+    :func:`transformer_lib.applications.decode.autoregress`, the translation model's too.
     """
     if prompt.dim() != 2 or prompt.size(1) < 1:
-        raise ValueError(f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}")
+        raise ValueError(
+            f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}"
+        )
     check_non_negative_ints(max_new_tokens=max_new_tokens)
     if prompt.size(1) + max_new_tokens > model.config.max_len:
         raise ValueError(

@@ -90,10 +90,12 @@ class ModelOptions:
 
 
 def config_repr(config) -> str:
-    """``Name(field=value, ...)``: every size and paper field, then the options that differ from their default.
+    """``Name(field=value, ...)``: every size and paper field, then the options that differ from
+    their default.
 
-    Configs made with the paper's choices print exactly as before the options existed (the notebooks show them);
-    a GPT-2 config prints ``..., activation='gelu_tanh', scale_embeddings=False, ...`` after the usual fields.
+    Configs made with the paper's choices print exactly as before the options existed (the notebooks
+    show them); a GPT-2 config prints ``..., activation='gelu_tanh', scale_embeddings=False, ...``
+    after the usual fields.
     """
     fields = dataclasses.fields(config)
     shown = []
@@ -105,19 +107,29 @@ def config_repr(config) -> str:
     return f"{type(config).__name__}({', '.join(shown)})"
 
 
-def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, ...], flags: tuple[str, ...]) -> None:
-    """The checks every model config shares (:class:`TransformerConfig`, and ``lm.LMConfig`` of notebook 11).
+def check_config(
+    config, vocab_sizes: dict[str, int], probabilities: tuple[str, ...], flags: tuple[str, ...]
+) -> None:
+    """The checks every model config shares (:class:`TransformerConfig`, and ``lm.LMConfig`` of
+    notebook 11).
 
-    Positive whole sizes, probabilities in [0, 1), NumPy numbers stored as Python numbers (a config built from a
-    grid or a CSV compares and prints like any other), ``flags`` that are real bools, a ``pad_id`` inside every
-    vocabulary (or ``None``: no padding token), a known kind of ``positional`` encoding, sinusoid layout,
-    ``activation`` and ``norm``, a ``layer_norm_eps`` and ``rope_theta`` above 0 (a ``rope_theta`` other than
-    the default only with ``positional="rope"``), ``d_model`` divisible by ``num_heads``, an even ``d_k`` for
-    rotary positions, and ``num_heads`` divisible by ``n_kv_heads``. Every error names the field and its value.
+    Positive whole sizes, probabilities in [0, 1), NumPy numbers stored as Python numbers (a config
+    built from a grid or a CSV compares and prints like any other), ``flags`` that are real bools, a
+    ``pad_id`` inside every vocabulary (or ``None``: no padding token), a known kind of
+    ``positional`` encoding, sinusoid layout, ``activation`` and ``norm``, a ``layer_norm_eps`` and
+    ``rope_theta`` above 0 (a ``rope_theta`` other than the default only with
+    ``positional="rope"``), ``d_model`` divisible by ``num_heads``, an even ``d_k`` for rotary
+    positions, and ``num_heads`` divisible by ``n_kv_heads``. Every error names the field and its
+    value.
     """
     c = config
     check_positive_ints(
-        **vocab_sizes, d_model=c.d_model, num_heads=c.num_heads, d_ff=c.d_ff, num_layers=c.num_layers, max_len=c.max_len
+        **vocab_sizes,
+        d_model=c.d_model,
+        num_heads=c.num_heads,
+        d_ff=c.d_ff,
+        num_layers=c.num_layers,
+        max_len=c.max_len,
     )
     check_probability(**{name: getattr(c, name) for name in probabilities})
     for f in dataclasses.fields(c):  # NumPy scalars (from a grid, a CSV) become Python numbers
@@ -129,7 +141,9 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
     for name in ("scale_embeddings", "embedding_norm", "bias", *flags):
         value = getattr(c, name)
         if not isinstance(value, bool):
-            raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}")
+            raise TypeError(
+                f"{name} must be True or False, got {value!r} of type {type(value).__name__}"
+            )
     if c.pad_id is not None:
         sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
         hint = "(or None for a language model without a padding token)"
@@ -149,33 +163,38 @@ def check_config(config, vocab_sizes: dict[str, int], probabilities: tuple[str, 
         )
     if c.positional == "rope" and head_width(c) % 2:
         raise ValueError(
-            f"positional='rope' rotates pairs of features: d_k = d_model // num_heads must be even, got "
+            f"positional='rope' rotates pairs of features: d_k = d_model // num_heads must be "
+            f"even, got "
             f"d_k={head_width(c)} (d_model={c.d_model}, num_heads={c.num_heads})"
         )
     default_theta = next(f.default for f in dataclasses.fields(c) if f.name == "rope_theta")
     if c.positional != "rope" and c.rope_theta != default_theta:
         raise ValueError(
-            f"rope_theta={c.rope_theta} is read only with positional='rope', got positional={c.positional!r}"
+            f"rope_theta={c.rope_theta} is read only with positional='rope', got "
+            f"positional={c.positional!r}"
         )
     if c.n_kv_heads is not None:
         check_positive_ints(n_kv_heads=c.n_kv_heads)
         if c.num_heads % c.n_kv_heads:
             raise ValueError(
-                f"num_heads={c.num_heads} is not divisible by n_kv_heads={c.n_kv_heads}: each key/value head "
-                "serves a whole group of query heads (n_kv_heads=1: multi-query; None: one per query head)"
+                f"num_heads={c.num_heads} is not divisible by n_kv_heads={c.n_kv_heads}: each "
+                f"key/value head "
+                "serves a whole group of query heads (n_kv_heads=1: multi-query; None: one per "
+                "query head)"
             )
 
 
 def head_width(config, values: bool = False) -> int:
-    """A config's per-head width: ``d_k`` (or with ``values``, ``d_v``), ``d_model // num_heads`` unless set."""
+    """A config's per-head width: ``d_k`` (or with ``values``, ``d_v``), ``d_model // num_heads``
+    unless set."""
     width = config.d_v if values else config.d_k
     return width if width is not None else config.d_model // config.num_heads
 
 
 def make_positions(config) -> nn.Module:
     """The positional encoding a config asks for (both model families read it here): sinusoids in
-    ``sinusoid_layout``, a learned table, or nothing added for rotary positions (attention rotates instead),
-    with BERT's ``embedding_norm`` if set, then dropout."""
+    ``sinusoid_layout``, a learned table, or nothing added for rotary positions (attention rotates
+    instead), with BERT's ``embedding_norm`` if set, then dropout."""
     c = config
     norm = dict(norm=c.embedding_norm, eps=c.layer_norm_eps)
     if c.positional == "sinusoidal":
@@ -186,10 +205,10 @@ def make_positions(config) -> nn.Module:
 
 
 def block_options(config) -> BlockOptions:
-    """The :class:`~transformer_lib.model.layers.BlockOptions` of a config's layers (both model families
-    build their stacks from it): dropouts, norm placement and kind, activation, biases, key/value
-    heads, per-head widths ``d_k``/``d_v``, and ``rope_theta`` when ``positional="rope"`` (else
-    ``None``)."""
+    """The :class:`~transformer_lib.model.layers.BlockOptions` of a config's layers (both model
+    families build their stacks from it): dropouts, norm placement and kind, activation, biases,
+    key/value heads, per-head widths ``d_k``/``d_v``, and ``rope_theta`` when ``positional="rope"``
+    (else ``None``)."""
     c = config
     return BlockOptions(
         dropout=c.dropout,
@@ -207,9 +226,10 @@ def block_options(config) -> BlockOptions:
 
 
 def init_projections(model: nn.Module) -> None:
-    """Xavier-uniform for every projection matrix of ``model``, as in the reference implementations; the embedding
-    tables (tokens, and learned positions: ``positions.embedding``) keep their own initialisation. Used by
-    :class:`Transformer` and by the language models of :mod:`transformer_lib.model.lm`."""
+    """Xavier-uniform for every projection matrix of ``model``, as in the reference implementations;
+    the embedding tables (tokens, and learned positions: ``positions.embedding``) keep their own
+    initialisation. Used by :class:`Transformer` and by the language models of
+    :mod:`transformer_lib.model.lm`."""
     for name, p in model.named_parameters():
         if p.dim() > 1 and "embed" not in name:
             nn.init.xavier_uniform_(p)
@@ -217,14 +237,16 @@ def init_projections(model: nn.Module) -> None:
 
 @dataclass(frozen=True)
 class TransformerConfig(ModelOptions):
-    """Every size and option of a :class:`Transformer`. The presets below are the ones the course uses.
+    """Every size and option of a :class:`Transformer`. The presets below are the ones the course
+    uses.
 
-    With ``share_embeddings=True`` (the paper's choice for its shared source/target BPE vocabulary) the source
-    embedding, the target embedding and the output projection are one matrix, and the two vocabularies must be
-    the same size. ``positional`` picks how positions enter: ``"sinusoidal"`` (the paper's fixed table) or
-    ``"learned"`` (an ``nn.Embedding(max_len, d_model)``, ``max_len * d_model`` more parameters; Table 3 row E).
-    ``pad_id`` is the padding token of both vocabularies, so ``0 <= pad_id < min(src_vocab_size, tgt_vocab_size)``.
-    Every field is checked when the config is made, and an error names the field and its value.
+    With ``share_embeddings=True`` (the paper's choice for its shared source/target BPE vocabulary)
+    the source embedding, the target embedding and the output projection are one matrix, and the two
+    vocabularies must be the same size. ``positional`` picks how positions enter: ``"sinusoidal"``
+    (the paper's fixed table) or ``"learned"`` (an ``nn.Embedding(max_len, d_model)``,
+    ``max_len * d_model`` more parameters; Table 3 row E). ``pad_id`` is the padding token of both
+    vocabularies, so ``0 <= pad_id < min(src_vocab_size, tgt_vocab_size)``. Every field is checked
+    when the config is made, and an error names the field and its value.
 
     The options default to the paper; they let the same model be MarianMT
     (``interop.from_huggingface``) or take Llama's block. Those both configs share are declared
@@ -262,7 +284,8 @@ class TransformerConfig(ModelOptions):
         )
         if self.pad_id is None:
             raise ValueError(
-                "pad_id=None is for the language models: the encoder-decoder needs a padding token id "
+                "pad_id=None is for the language models: the encoder-decoder needs a padding token "
+                "id "
                 "(its decoders pad finished rows with it and never emit it)"
             )
         if self.num_decoder_layers is not None:
@@ -279,13 +302,15 @@ class TransformerConfig(ModelOptions):
 
     @property
     def decoder_layers(self) -> int:
-        """The decoder's depth: ``num_decoder_layers``, or ``num_layers`` when that is ``None`` (the paper's N)."""
+        """The decoder's depth: ``num_decoder_layers``, or ``num_layers`` when that is ``None`` (the
+        paper's N)."""
         return self.num_layers if self.num_decoder_layers is None else self.num_decoder_layers
 
     @classmethod
     def paper_base(cls, vocab_size: int = 37000) -> "TransformerConfig":
         """The paper's base model (Table 3): N=6, d_model=512, d_ff=2048, h=8, P_drop=0.1 (its
-        eps_ls=0.1 is the training recipe's, :class:`~transformer_lib.training.train.TrainingRecipe`)."""
+        eps_ls=0.1 is the training recipe's,
+        :class:`~transformer_lib.training.train.TrainingRecipe`)."""
         return cls(vocab_size, vocab_size)
 
     @classmethod
@@ -309,15 +334,26 @@ class TransformerConfig(ModelOptions):
 
     @classmethod
     def cpu_small(cls, vocab_size: int) -> "TransformerConfig":
-        """Two layers, small enough for the CPU, deep enough to show layers and heads doing different work."""
-        return cls(vocab_size, vocab_size, d_model=128, num_heads=4, d_ff=512, num_layers=2, dropout=0.1, max_len=256)
+        """Two layers, small enough for the CPU, deep enough to show layers and heads doing
+        different work."""
+        return cls(
+            vocab_size,
+            vocab_size,
+            d_model=128,
+            num_heads=4,
+            d_ff=512,
+            num_layers=2,
+            dropout=0.1,
+            max_len=256,
+        )
 
 
 class Transformer(nn.Module):
     """The encoder-decoder of *Attention Is All You Need*.
 
-    ``forward(src, tgt) -> logits (B, T_tgt, tgt_vocab_size)``: the logits at position ``t`` predict target
-    token ``t + 1`` having seen ``tgt[:, : t + 1]`` and the whole source. Masks are built from ``pad_id`` when
+    ``forward(src, tgt) -> logits (B, T_tgt,
+    tgt_vocab_size)``: the logits at position ``t`` predict target token ``t +
+    1`` having seen ``tgt[:, : t + 1]`` and the whole source. Masks are built from ``pad_id`` when
     not given. ``encode`` and ``decode`` are the two halves, used separately when generating.
     """
 
@@ -326,9 +362,13 @@ class Transformer(nn.Module):
         self.config = config
         c = config
         scale = c.scale_embeddings
-        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id, scale=scale)
+        self.src_embed = TokenEmbedding(
+            c.src_vocab_size, c.d_model, padding_idx=c.pad_id, scale=scale
+        )
         self.tgt_embed = (
-            self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id, scale)
+            self.src_embed
+            if c.share_embeddings
+            else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id, scale)
         )
         self.positions = make_positions(c)
         sizes = (c.d_model, c.num_heads, c.d_ff)
@@ -339,7 +379,8 @@ class Transformer(nn.Module):
             self.output_projection.weight = self.tgt_embed.weight  # one matrix: paper §3.4
         init_projections(self)
         if c.output_bias:
-            nn.init.zeros_(self.output_projection.bias)  # every token starts equally likely, as with no bias
+            # every token starts equally likely, as with no bias
+            nn.init.zeros_(self.output_projection.bias)
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor:
         """``(B, 1, 1, T_src)``: True at real source tokens."""
@@ -364,8 +405,8 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """``tgt (B, T_tgt)`` ids and the memory -> hidden states ``(B, T_tgt, d_model)``.
 
-        With a ``cache`` (see :meth:`new_cache`), ``tgt`` holds only the newest tokens: they sit at positions
-        ``cache.length`` onwards and may attend to every cached token.
+        With a ``cache`` (see :meth:`new_cache`), ``tgt`` holds only the newest tokens: they sit at
+        positions ``cache.length`` onwards and may attend to every cached token.
         """
         start = cache.length if cache is not None else 0
         if tgt_mask is None:
@@ -388,12 +429,14 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """``src (B, T_src)``, ``tgt (B, T_tgt)`` -> ``logits (B, T_tgt, tgt_vocab_size)``.
 
-        Source and target must have the same batch size ``B``: row ``b`` of ``tgt`` is the translation of row
-        ``b`` of ``src`` (a source of batch 1 would otherwise broadcast silently over every target row)."""
+        Source and target must have the same batch size ``B``: row ``b`` of ``tgt`` is the
+        translation of row ``b`` of ``src`` (a source of batch 1 would otherwise broadcast silently
+        over every target row)."""
         check_token_batch(src=src, tgt=tgt)
         if src.size(0) != tgt.size(0):
             raise ValueError(
-                f"src and tgt must have the same batch size B, got src {tuple(src.shape)} and tgt {tuple(tgt.shape)}"
+                f"src and tgt must have the same batch size B, got src {tuple(src.shape)} and tgt "
+                f"{tuple(tgt.shape)}"
             )
         src_mask = self.source_mask(src) if src_mask is None else src_mask
         tgt_mask = self.target_mask(tgt) if tgt_mask is None else tgt_mask
@@ -402,14 +445,16 @@ class Transformer(nn.Module):
 
 
 def count_parameters(model: nn.Module) -> dict[str, int]:
-    """Trainable parameters per top-level component, each shared tensor counted once (where it first appears).
+    """Trainable parameters per top-level component, each shared tensor counted once (where it first
+    appears).
 
-    ``count_parameters(Transformer(TransformerConfig.paper_base()))`` with a shared 37000-token vocabulary
-    gives 63,082,496: embeddings 18,944,000 (37000 x 512, shared by source, target and output projection),
-    encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The paper's Table 3 says 65M
-    (and 213M for ``paper_big``, where this gives 214.2M). No single vocabulary size fits both counts, and the
-    paper's attention has no biases (36,864 parameters in base here), so its counts cannot be reproduced
-    exactly from its text; notebook 05 shows the arithmetic.
+    ``count_parameters(Transformer(TransformerConfig.paper_base()))`` with a shared 37000-token
+    vocabulary gives 63,082,496: embeddings 18,944,000 (37000 x 512, shared by source, target and
+    output projection), encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The
+    paper's Table 3 says 65M (and 213M for ``paper_big``, where this gives 214.2M). No single
+    vocabulary size fits both counts, and the paper's attention has no biases (36,864 parameters in
+    base here), so its counts cannot be reproduced exactly from its text; notebook 05 shows the
+    arithmetic.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")

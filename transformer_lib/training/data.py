@@ -1,8 +1,9 @@
-"""Data for the course's tasks: a character vocabulary, the copy and reverse tasks, date translation, and
-padded batches that carry their masks.
+"""Data for the course's tasks: a character vocabulary, the copy and reverse tasks, date
+translation, and padded batches that carry their masks.
 
-Every task draws its training batch for step ``s`` from a generator seeded by ``(seed, s)``, so a run resumed
-from a checkpoint at step ``s`` sees exactly the batches the uninterrupted run would have seen.
+Every task draws its training batch for step ``s`` from a generator seeded by ``(seed, s)``, so a
+run resumed from a checkpoint at step ``s`` sees exactly the batches the uninterrupted run would
+have seen.
 """
 
 import datetime
@@ -37,9 +38,10 @@ PAD, BOS, EOS, UNK, MASK = "<pad>", "<bos>", "<eos>", "<unk>", "<mask>"
 
 
 class Vocab:
-    """Characters <-> ids. The special tokens ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>`` come first (ids 0-3) unless
-    ``pad_id`` puts ``<pad>`` elsewhere; the model's ``TransformerConfig.pad_id`` must equal ``vocab.pad_id``.
-    ``extra_specials`` (e.g. ``<mask>`` for a masked language model) follow them, then the characters, sorted."""
+    """Characters <-> ids. The special tokens ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>`` come first
+    (ids 0-3) unless ``pad_id`` puts ``<pad>`` elsewhere; the model's ``TransformerConfig.pad_id``
+    must equal ``vocab.pad_id``. ``extra_specials`` (e.g. ``<mask>`` for a masked language model)
+    follow them, then the characters, sorted."""
 
     def __init__(self, characters: str, pad_id: int = 0, extra_specials: Sequence[str] = ()):
         specials = {PAD, BOS, EOS, UNK, *extra_specials}
@@ -47,7 +49,9 @@ class Vocab:
         check_token_id("pad_id", pad_id, len(others) + 1)
         self.itos = others[:pad_id] + [PAD] + others[pad_id:]
         self.stoi = {s: i for i, s in enumerate(self.itos)}
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = (self.stoi[s] for s in (PAD, BOS, EOS, UNK))
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = (
+            self.stoi[s] for s in (PAD, BOS, EOS, UNK)
+        )
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -57,14 +61,16 @@ class Vocab:
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        """One sequence of ids -> text, stopping at the first ``<eos>`` and skipping ``<pad>`` and ``<bos>``.
+        """One sequence of ids -> text, stopping at the first ``<eos>`` and skipping ``<pad>`` and
+        ``<bos>``.
 
         For a batch ``(B, T)`` decode each row: ``[vocab.decode(row) for row in ids]``.
         """
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1:
                 raise ValueError(
-                    f"Vocab.decode takes one sequence (T,), got a tensor of shape {tuple(ids.shape)}; "
+                    f"Vocab.decode takes one sequence (T,), got a tensor of shape "
+                    f"{tuple(ids.shape)}; "
                     "decode a batch row by row: [vocab.decode(row) for row in ids]"
                 )
             ids = ids.tolist()
@@ -83,8 +89,8 @@ class Vocab:
 class Batch:
     """A padded batch of source/target pairs and its masks (bool, True = may attend).
 
-    ``tgt_in`` is ``<bos> + target`` (what the decoder reads), ``tgt_out`` is ``target + <eos>`` (what it must
-    predict): "teacher forcing", one position to the right.
+    ``tgt_in`` is ``<bos> + target`` (what the decoder reads), ``tgt_out`` is ``target + <eos>``
+    (what it must predict): "teacher forcing", one position to the right.
     """
 
     src: torch.Tensor  # (B, S) ids
@@ -95,7 +101,10 @@ class Batch:
     pad_id: int  # the vocabulary's <pad>, the filler of all three id tensors
 
     def to(self, device: torch.device | str) -> "Batch":
-        tensors = (t.to(device) for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask))
+        tensors = (
+            t.to(device)
+            for t in (self.src, self.tgt_in, self.tgt_out, self.src_mask, self.tgt_mask)
+        )
         return Batch(*tensors, pad_id=self.pad_id)
 
     @property
@@ -113,9 +122,16 @@ def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
     """(source text, target text) pairs -> a :class:`Batch`, padded to the longest of each side."""
     if not pairs:
         raise ValueError("make_batch needs at least one (source, target) pair")
-    for pair in pairs:  # a bare string of two letters would otherwise unpack as a (source, target) pair
-        if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
-            raise TypeError(f"make_batch takes (source text, target text) pairs, got an element {pair!r}")
+    # a bare string of two letters would otherwise unpack as a (source, target) pair
+    for pair in pairs:
+        if not (
+            isinstance(pair, tuple | list)
+            and len(pair) == 2
+            and all(isinstance(t, str) for t in pair)
+        ):
+            raise TypeError(
+                f"make_batch takes (source text, target text) pairs, got an element {pair!r}"
+            )
     src = _pad([vocab.encode(s) for s, _ in pairs], vocab.pad_id)  # (B, S)
     tgt = _pad([vocab.encode(t, bos=True, eos=True) for _, t in pairs], vocab.pad_id)  # (B, T + 1)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T) each
@@ -127,9 +143,10 @@ def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
 class Seq2SeqTask(ABC):
     """A task is a vocabulary, a way to draw one training pair, and two fixed held-out splits.
 
-    ``valid_pairs`` is what a recipe is tuned on (learning rate, steps, label smoothing...); ``test_pairs`` is
-    read once, at the end, to report the result. Both are disjoint from training *by construction*: no
-    held-out source can ever be drawn as a training pair, so a score on them measures generalisation.
+    ``valid_pairs`` is what a recipe is tuned on (learning rate, steps, label smoothing...);
+    ``test_pairs`` is read once, at the end, to report the result. Both are disjoint from training
+    *by construction*: no held-out source can ever be drawn as a training pair, so a score on them
+    measures generalisation.
     """
 
     vocab: Vocab
@@ -142,7 +159,8 @@ class Seq2SeqTask(ABC):
         """One training pair drawn with ``rng``; never a held-out one."""
 
     def train_pairs(self, step: int, batch_size: int) -> list[tuple[str, str]]:
-        """The training pairs of step ``step``: the same for the same ``(seed, step)`` on every machine."""
+        """The training pairs of step ``step``: the same for the same ``(seed, step)`` on every
+        machine."""
         rng = random.Random(f"{self.seed}/train/{step}")
         return [self.sample_pair(rng) for _ in range(batch_size)]
 
@@ -155,11 +173,13 @@ def _check_split_size(name: str, value: int, minimum: int) -> None:
 
 
 class CopyTask(Seq2SeqTask):
-    """Copy (or, with ``reverse=True``, reverse) a random string: the sanity check that a model can learn.
+    """Copy (or, with ``reverse=True``, reverse) a random string: the sanity check that a model can
+    learn.
 
-    ``num_test`` and ``num_valid`` distinct strings are drawn first and held out; training draws every other
-    string of ``min_len`` to ``max_len`` letters and redraws any held-out one, so no test or validation string
-    is ever trained on (which leaves the short strings, of which there are few, slightly rarer in training).
+    ``num_test`` and ``num_valid`` distinct strings are drawn first and held out; training draws
+    every other string of ``min_len`` to ``max_len`` letters and redraws any held-out one, so no
+    test or validation string is ever trained on (which leaves the short strings, of which there are
+    few, slightly rarer in training).
     """
 
     def __init__(
@@ -176,7 +196,9 @@ class CopyTask(Seq2SeqTask):
         if not alphabet:
             raise ValueError("alphabet must hold at least one character, got an empty string")
         if not 1 <= min_len <= max_len:
-            raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
+            raise ValueError(
+                f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}"
+            )
         _check_split_size("num_test", num_test, 1)
         _check_split_size("num_valid", num_valid, 0)
         self.min_len, self.max_len, self.reverse, self.seed = min_len, max_len, reverse, seed
@@ -184,8 +206,10 @@ class CopyTask(Seq2SeqTask):
         num_strings = sum(len(self.alphabet) ** n for n in range(min_len, max_len + 1))
         if 2 * (num_test + num_valid) > num_strings:
             raise ValueError(
-                f"num_test + num_valid = {num_test + num_valid} is more than half of the {num_strings} possible "
-                f"strings of {min_len}-{max_len} letters from {self.alphabet!r}: too little would be left to train on"
+                f"num_test + num_valid = {num_test + num_valid} is more than half of the "
+                f"{num_strings} possible "
+                f"strings of {min_len}-{max_len} letters from {self.alphabet!r}: too little would "
+                f"be left to train on"
             )
         self.vocab = Vocab(self.alphabet, pad_id=pad_id)
         rng = random.Random(f"{seed}/held-out")
@@ -198,7 +222,9 @@ class CopyTask(Seq2SeqTask):
         self.valid_pairs = [self._pair(s) for s in strings[num_test:]]
 
     def _random_string(self, rng: random.Random) -> str:
-        return "".join(rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len)))
+        return "".join(
+            rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len))
+        )
 
     def _pair(self, text: str) -> tuple[str, str]:
         return text, text[::-1] if self.reverse else text
@@ -250,7 +276,9 @@ DATE_FORMATS: dict[str, Callable[[datetime.date], str]] = {
     "Mon d, yyyy": lambda d: f"{_month(d)[:3].capitalize()} {d.day}, {d.year}",
     "d.m.yyyy": lambda d: f"{d.day}.{d.month}.{d.year}",
     "the dth of month yyyy": lambda d: f"the {_ordinal(d.day)} of {_month(d)} {d.year}",
-    "Wkd Mon d yyyy": lambda d: f"{_weekday(d)[:3].capitalize()} {_month(d)[:3].capitalize()} {d.day} {d.year}",
+    "Wkd Mon d yyyy": lambda d: (
+        f"{_weekday(d)[:3].capitalize()} {_month(d)[:3].capitalize()} {d.day} {d.year}"
+    ),
     "dd-MON-yy": lambda d: f"{d.day:02d}-{_month(d)[:3].upper()}-{d.year % 100:02d}",
     "month d yyyy": lambda d: f"{_month(d)} {d.day} {d.year}",
     "yyyy, month d": lambda d: f"{d.year}, {_month(d)} {d.day}",
@@ -260,10 +288,10 @@ DATE_FORMATS: dict[str, Callable[[datetime.date], str]] = {
 class DateTask(Seq2SeqTask):
     """Translate dates written in one of :data:`DATE_FORMATS` to ISO ``yyyy-mm-dd``.
 
-    The calendar days from ``first_year`` to ``last_year`` are shuffled once; the first ``num_test`` days are
-    the test split, the next ``num_valid`` the validation split. Training pairs are drawn from the other days
-    only, so no held-out date appears in training in *any* format: a model that scores on the test set has
-    learned to translate, not remembered.
+    The calendar days from ``first_year`` to ``last_year`` are shuffled once; the first ``num_test``
+    days are the test split, the next ``num_valid`` the validation split. Training pairs are drawn
+    from the other days only, so no held-out date appears in training in *any* format: a model that
+    scores on the test set has learned to translate, not remembered.
     """
 
     def __init__(
@@ -287,14 +315,20 @@ class DateTask(Seq2SeqTask):
         random.Random(f"{seed}/split").shuffle(days)
         if num_test + num_valid >= len(days):
             raise ValueError(
-                f"num_test + num_valid must be below the {len(days)} days of {first_year}-{last_year}, "
+                f"num_test + num_valid must be below the {len(days)} days of "
+                f"{first_year}-{last_year}, "
                 f"got num_test={num_test}, num_valid={num_valid}"
             )
         held_out = num_test + num_valid
-        self.test_dates, self.valid_dates, self.train_dates = days[:num_test], days[num_test:held_out], days[held_out:]
+        self.test_dates, self.valid_dates, self.train_dates = (
+            days[:num_test],
+            days[num_test:held_out],
+            days[held_out:],
+        )
         self.formats = list(DATE_FORMATS.values())
         self.seed = seed
-        one_year = [datetime.date(2000, 1, 1) + datetime.timedelta(n) for n in range(366)]  # every month and weekday
+        # every month and weekday
+        one_year = [datetime.date(2000, 1, 1) + datetime.timedelta(n) for n in range(366)]
         alphabet = "".join(f(d) for f in self.formats for d in one_year) + "0123456789-"
         self.vocab = Vocab(alphabet, pad_id=pad_id)
         rng = random.Random(f"{seed}/test")
@@ -308,21 +342,23 @@ class DateTask(Seq2SeqTask):
 
 
 class StringProgramTask(Seq2SeqTask):
-    """Run a short program of string operations on a string: ``"rn:cabd"`` -> reverse, then next letter ->
-    ``"ecbd"``. Harder than dates (every output character depends on the whole program and on other
-    positions), so small models differ in how far a fixed budget of steps takes them (notebook 10).
+    """Run a short program of string operations on a string: ``"rn:cabd"`` -> reverse, then next
+    letter -> ``"ecbd"``. Harder than dates (every output character depends on the whole program and
+    on other positions), so small models differ in how far a fixed budget of steps takes them
+    (notebook 10).
 
-    Operations (applied left to right): ``r`` reverse, ``s`` sort, ``l`` rotate left by one, ``n`` each letter
-    to the next one (cyclic in ``alphabet``), ``p`` swap neighbouring pairs. Programs have 1 to
-    ``max_ops`` operations; strings have ``min_len`` to ``max_len`` letters.
+    Operations (applied left to right): ``r`` reverse, ``s`` sort, ``l`` rotate left by one, ``n``
+    each letter to the next one (cyclic in ``alphabet``), ``p`` swap neighbouring pairs. Programs
+    have 1 to ``max_ops`` operations; strings have ``min_len`` to ``max_len`` letters.
 
-    Three splits are held out by construction: each string belongs to one split by its CRC-32 (remainder 0 of
-    10: validation, 1: test, 2: generalisation), and training redraws any string with those remainders.
+    Three splits are held out by construction: each string belongs to one split by its CRC-32
+    (remainder 0 of 10: validation, 1: test, 2: generalisation), and training redraws any string
+    with those remainders.
 
-    - ``valid_pairs`` (the dev set that notebook 10 scores) and ``test_pairs``: unseen strings under programs
-      that training also runs;
-    - ``generalisation_pairs``: unseen strings under ``num_gen_programs`` programs of ``max_ops`` operations
-      that training never runs: new *compositions* of the operations it has seen.
+    - ``valid_pairs`` (the dev set that notebook 10 scores) and ``test_pairs``: unseen strings under
+      programs that training also runs;
+    - ``generalisation_pairs``: unseen strings under ``num_gen_programs`` programs of ``max_ops``
+      operations that training never runs: new *compositions* of the operations it has seen.
     """
 
     OPERATIONS = "rslnp"
@@ -342,16 +378,24 @@ class StringProgramTask(Seq2SeqTask):
         pad_id: int = 0,
     ):
         if not 1 <= min_len <= max_len:
-            raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
+            raise ValueError(
+                f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}"
+            )
         check_positive_ints(max_ops=max_ops)
-        if not alphabet or len(set(alphabet)) != len(alphabet) or not (alphabet.isalpha() and alphabet.islower()):
+        if (
+            not alphabet
+            or len(set(alphabet)) != len(alphabet)
+            or not (alphabet.isalpha() and alphabet.islower())
+        ):
             raise ValueError(f"alphabet must be distinct lower-case letters, got {alphabet!r}")
         _check_split_size("num_test", num_test, 1)
         _check_split_size("num_valid", num_valid, 0)
         _check_split_size("num_gen", num_gen, 0)
         longest = ["".join(p) for p in itertools.product(self.OPERATIONS, repeat=max_ops)]
         if not 0 <= num_gen_programs < len(longest):
-            raise ValueError(f"num_gen_programs must be between 0 and {len(longest) - 1}, got {num_gen_programs}")
+            raise ValueError(
+                f"num_gen_programs must be between 0 and {len(longest) - 1}, got {num_gen_programs}"
+            )
         self.min_len, self.max_len, self.alphabet, self.seed = min_len, max_len, alphabet, seed
         random.Random(f"{seed}/programs").shuffle(longest)
         self.gen_programs = sorted(longest[:num_gen_programs])
@@ -365,11 +409,14 @@ class StringProgramTask(Seq2SeqTask):
         self.vocab = Vocab(self.OPERATIONS + alphabet + ":", pad_id=pad_id)
         self.valid_pairs = self._held_out("valid", self.train_programs, num_valid)
         self.test_pairs = self._held_out("test", self.train_programs, num_test)
-        self.generalisation_pairs = self._held_out("generalisation", self.gen_programs, num_gen if held_out else 0)
+        self.generalisation_pairs = self._held_out(
+            "generalisation", self.gen_programs, num_gen if held_out else 0
+        )
 
     @classmethod
     def split_of(cls, text: str) -> str:
-        """Which split a string belongs to: ``"valid"``, ``"test"``, ``"generalisation"`` or ``"train"``."""
+        """Which split a string belongs to: ``"valid"``, ``"test"``, ``"generalisation"`` or
+        ``"train"``."""
         remainder = zlib.crc32(text.encode()) % 10
         return next((name for name, r in cls._SPLITS.items() if r == remainder), "train")
 
@@ -383,7 +430,9 @@ class StringProgramTask(Seq2SeqTask):
             elif op == "l":
                 text = text[1:] + text[:1]
             elif op == "n":
-                text = "".join(self.alphabet[(self.alphabet.index(ch) + 1) % len(self.alphabet)] for ch in text)
+                text = "".join(
+                    self.alphabet[(self.alphabet.index(ch) + 1) % len(self.alphabet)] for ch in text
+                )
             elif op == "p":
                 text = "".join(text[i : i + 2][::-1] for i in range(0, len(text), 2))
             else:
@@ -392,7 +441,9 @@ class StringProgramTask(Seq2SeqTask):
 
     def _string(self, rng: random.Random, split: str) -> str:
         while True:
-            text = "".join(rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len)))
+            text = "".join(
+                rng.choice(self.alphabet) for _ in range(rng.randint(self.min_len, self.max_len))
+            )
             if self.split_of(text) == split:
                 return text
 
@@ -408,18 +459,20 @@ class StringProgramTask(Seq2SeqTask):
 
 
 class PythonSourceCorpus:
-    """Real text that every machine with Python already has: the standard library's own source files.
+    """Real text that every machine with Python already has: the standard library's own source
+    files.
 
-    The ``*.py`` files at the top of the running interpreter's standard library (found through ``sysconfig``)
-    are read as characters and split into train, validation and test **by file**, never by line: the model is
-    never scored on the rest of a file it trained on (different files may still hold similar code, which a
-    split by file cannot rule out). Which split a file falls in depends
-    only on its name (a hash), so the split is the same on every machine that has the file.
+    The ``*.py`` files at the top of the running interpreter's standard library (found through
+    ``sysconfig``) are read as characters and split into train, validation and test **by file**,
+    never by line: the model is never scored on the rest of a file it trained on (different files
+    may still hold similar code, which a split by file cannot rule out). Which split a file falls in
+    depends only on its name (a hash), so the split is the same on every machine that has the file.
 
-    The vocabulary is the characters seen at least ``min_count`` times in the training files, plus ``<mask>``
-    for the masked language model; rarer characters (a few accented letters, symbols) become ``<unk>``.
-    Characters keep the vocabulary tiny and every string encodable; subword tokenization (BPE, as GPT-2 uses)
-    would make each token carry more text, so a context of ``T`` tokens would reach further back.
+    The vocabulary is the characters seen at least ``min_count`` times in the training files, plus
+    ``<mask>`` for the masked language model; rarer characters (a few accented letters, symbols)
+    become ``<unk>``. Characters keep the vocabulary tiny and every string encodable; subword
+    tokenization (BPE, as GPT-2 uses) would make each token carry more text, so a context of ``T``
+    tokens would reach further back.
     """
 
     SPLITS = ("train", "valid", "test")
@@ -435,28 +488,37 @@ class PythonSourceCorpus:
         self.root = Path(root) if root is not None else Path(sysconfig.get_paths()["stdlib"])
         if not self.root.is_dir():
             raise FileNotFoundError(
-                f"no standard-library folder at {self.root}; pass root= a folder of .py files to read instead"
+                f"no standard-library folder at {self.root}; pass root= a folder of .py files to "
+                f"read instead"
             )
         if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-9:
-            raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
+            raise ValueError(
+                f"fractions must be three positive numbers summing to 1, got {fractions}"
+            )
         self.seed = seed
         files = sorted(self.root.glob("*.py"))
         self.files: dict[str, list[Path]] = {name: [] for name in self.SPLITS}
         for path in files:
             self.files[self._split_of(path.name, fractions)].append(path)
-        self.text = {name: "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
-                     for name, paths in self.files.items()}
+        self.text = {
+            name: "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
+            for name, paths in self.files.items()
+        }
         for name in self.SPLITS:
             if len(self.text[name]) < min_chars * fractions[self.SPLITS.index(name)]:
                 raise ValueError(
-                    f"{self.root} holds too little Python source: the {name} split has {len(self.files[name])} "
-                    f"files and {len(self.text[name]):,} characters; {len(files)} .py files were found, and the "
+                    f"{self.root} holds too little Python source: the {name} split has "
+                    f"{len(self.files[name])} "
+                    f"files and {len(self.text[name]):,} characters; {len(files)} .py files were "
+                    f"found, and the "
                     f"corpus needs at least {min_chars:,} characters in all"
                 )
         counts: dict[str, int] = {}
         for ch in self.text["train"]:
             counts[ch] = counts.get(ch, 0) + 1
-        self.vocab = Vocab("".join(ch for ch, n in counts.items() if n >= min_count), extra_specials=(MASK,))
+        self.vocab = Vocab(
+            "".join(ch for ch, n in counts.items() if n >= min_count), extra_specials=(MASK,)
+        )
         self.mask_id = self.vocab.stoi[MASK]
         self._ids: dict[str, torch.Tensor] = {}
 
@@ -464,7 +526,9 @@ class PythonSourceCorpus:
     def _split_of(name: str, fractions: tuple[float, float, float]) -> str:
         """The split of file ``name``: a hash of the name read as a number in [0, 1)."""
         u = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) / 16**8
-        return "train" if u < fractions[0] else "valid" if u < fractions[0] + fractions[1] else "test"
+        return (
+            "train" if u < fractions[0] else "valid" if u < fractions[0] + fractions[1] else "test"
+        )
 
     def ids(self, split: str) -> torch.Tensor:
         """The whole split as one ``(N,)`` tensor of character ids (computed once)."""
@@ -474,16 +538,23 @@ class PythonSourceCorpus:
             self._ids[split] = torch.tensor(self.vocab.encode(self.text[split]), dtype=torch.long)
         return self._ids[split]
 
-    def batch(self, split: str, step: int, batch_size: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``batch_size`` windows of ``length + 1`` characters at positions drawn from ``(seed, split, step)``.
+    def batch(
+        self, split: str, step: int, batch_size: int, length: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``batch_size`` windows of ``length + 1`` characters at positions drawn from
+        ``(seed, split, step)``.
 
-        Returns ``(inputs (B, T), next_chars (B, T))``: the window without its last character, and the same
-        window shifted left by one (the characters a language model must predict).
+        Returns ``(inputs (B, T), next_chars (B, T))``: the window without its last character, and
+        the same window shifted left by one (the characters a language model must predict).
         """
         data = self.ids(split)
         if not 1 <= length < len(data):
-            raise ValueError(f"length must be in [1, {len(data) - 1}] for the {split} split, got {length}")
-        generator = torch.Generator().manual_seed(random.Random(f"{self.seed}/{split}/{step}").getrandbits(62))
+            raise ValueError(
+                f"length must be in [1, {len(data) - 1}] for the {split} split, got {length}"
+            )
+        generator = torch.Generator().manual_seed(
+            random.Random(f"{self.seed}/{split}/{step}").getrandbits(62)
+        )
         starts = torch.randint(len(data) - length, (batch_size,), generator=generator)  # (B,)
         windows = torch.stack([data[s : s + length + 1] for s in starts.tolist()])  # (B, T + 1)
         return windows[:, :-1], windows[:, 1:]

@@ -1,4 +1,5 @@
-"""Training: the label-smoothed loss, the paper's warmup schedule, and a small trainer with checkpoints."""
+"""Training: the label-smoothed loss, the paper's warmup schedule, and a small trainer with
+checkpoints."""
 
 import dataclasses
 import math
@@ -44,17 +45,21 @@ __all__ = [
     "load_model_weights",
 ]
 
-IGNORE_INDEX = -100  # target value of positions a loss skips (F.cross_entropy's default ignore_index)
+# target value of positions a loss skips (F.cross_entropy's default ignore_index)
+IGNORE_INDEX = -100
 
 
-def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: int = 0) -> torch.Tensor:
-    """``target (N,)`` ids -> ``(N, vocab_size)`` distributions: ``1 - eps`` on the target and ``eps`` spread
-    evenly over the other tokens except ``<pad>``, which never gets probability. Rows whose target is padding
-    are all zero (they carry no loss)."""
+def smoothed_targets(
+    target: torch.Tensor, vocab_size: int, eps: float, pad_id: int = 0
+) -> torch.Tensor:
+    """``target (N,)`` ids -> ``(N, vocab_size)`` distributions: ``1 - eps`` on the target and
+    ``eps`` spread evenly over the other tokens except ``<pad>``, which never gets probability. Rows
+    whose target is padding are all zero (they carry no loss)."""
     check_probability(eps=eps)
     if eps > 0 and vocab_size < 3:
         raise ValueError(
-            f"vocab_size={vocab_size} is too small to smooth: eps={eps} is spread over the tokens other than the "
+            f"vocab_size={vocab_size} is too small to smooth: eps={eps} is spread over the tokens "
+            f"other than the "
             "target and <pad>, so it needs vocab_size >= 3 (or eps=0)"
         )
     check_token_id("pad_id", pad_id, vocab_size)
@@ -63,7 +68,10 @@ def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: 
     if target.numel() and not 0 <= int(target.min()) <= int(target.max()) < vocab_size:
         bad = target[(target < 0) | (target >= vocab_size)][0].item()
         raise ValueError(f"target holds id {bad}, outside the vocabulary [0, {vocab_size})")
-    dist = torch.full((target.numel(), vocab_size), eps / max(vocab_size - 2, 1), device=target.device)  # (N, V)
+    # (N, V)
+    dist = torch.full(
+        (target.numel(), vocab_size), eps / max(vocab_size - 2, 1), device=target.device
+    )
     dist[:, pad_id] = 0.0
     dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
     dist[target.reshape(-1) == pad_id] = 0.0
@@ -73,8 +81,8 @@ def smoothed_targets(target: torch.Tensor, vocab_size: int, eps: float, pad_id: 
 class LabelSmoothingLoss(nn.Module):
     """Cross-entropy against :func:`smoothed_targets`, averaged over the non-padding target tokens.
 
-    With ``eps=0`` it is the ordinary cross-entropy. The paper uses ``eps=0.1``: it "hurts perplexity, as the
-    model learns to be more unsure, but improves accuracy and BLEU" (§5.4).
+    With ``eps=0`` it is the ordinary cross-entropy. The paper uses ``eps=0.1``: it "hurts
+    perplexity, as the model learns to be more unsure, but improves accuracy and BLEU" (§5.4).
     """
 
     def __init__(self, eps: float = 0.1, pad_id: int = 0):
@@ -84,7 +92,9 @@ class LabelSmoothingLoss(nn.Module):
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """``logits (B, T, V)``, ``target (B, T)`` ids -> a scalar."""
         if logits.shape[:-1] != target.shape:
-            raise ValueError(f"logits {tuple(logits.shape)} must be target {tuple(target.shape)} + (vocab_size,)")
+            raise ValueError(
+                f"logits {tuple(logits.shape)} must be target {tuple(target.shape)} + (vocab_size,)"
+            )
         log_probs = logits.reshape(-1, logits.size(-1)).log_softmax(dim=-1)  # (B*T, V)
         dist = smoothed_targets(target, logits.size(-1), self.eps, self.pad_id)  # (B*T, V)
         num_tokens = (target != self.pad_id).sum().clamp(min=1)
@@ -94,10 +104,11 @@ class LabelSmoothingLoss(nn.Module):
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
     """The paper's schedule (eq. 3): ``factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``.
 
-    It rises linearly for ``warmup`` steps, peaks at ``step == warmup`` and then decays as ``1/sqrt(step)``.
-    Steps count from 1.
+    It rises linearly for ``warmup`` steps, peaks at ``step == warmup`` and then decays as
+    ``1/sqrt(step)``. Steps count from 1.
     """
-    check_positive_ints(d_model=d_model, warmup=warmup)  # 0 ** -0.5 would be a bare ZeroDivisionError
+    # 0 ** -0.5 would be a bare ZeroDivisionError
+    check_positive_ints(d_model=d_model, warmup=warmup)
     step = max(step, 1)
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
@@ -107,16 +118,21 @@ def paper_optimizer(
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9) driven by :func:`noam_lr` (paper §5.3)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: noam_lr(i + 1, d_model, warmup, factor))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: noam_lr(i + 1, d_model, warmup, factor)
+    )
     return optimizer, scheduler
 
 
 def warmup_linear_decay(step: int, warmup: int, total_steps: int) -> float:
-    """A multiplier of the learning rate: linear from 0 to 1 over ``warmup`` steps, then linear down to 0 at
-    ``total_steps``. Small models trained for a fixed, short budget (the CPU presets) reach their best
-    accuracy sooner with it than with :func:`noam_lr`, whose slow ``1/sqrt(step)`` tail never settles."""
+    """A multiplier of the learning rate: linear from 0 to 1 over ``warmup`` steps, then linear down
+    to 0 at ``total_steps``. Small models trained for a fixed, short budget (the CPU presets) reach
+    their best accuracy sooner with it than with :func:`noam_lr`, whose slow ``1/sqrt(step)`` tail
+    never settles."""
     if not 0 < warmup < total_steps:
-        raise ValueError(f"need 0 < warmup < total_steps, got warmup={warmup}, total_steps={total_steps}")
+        raise ValueError(
+            f"need 0 < warmup < total_steps, got warmup={warmup}, total_steps={total_steps}"
+        )
     step = max(step, 1)
     return min(step / warmup, max(0.0, (total_steps - step) / (total_steps - warmup)))
 
@@ -124,15 +140,19 @@ def warmup_linear_decay(step: int, warmup: int, total_steps: int) -> float:
 def adam_with_warmup(
     model: nn.Module, lr: float, warmup: int, total_steps: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """The paper's Adam settings with a peak learning rate ``lr`` and :func:`warmup_linear_decay`."""
+    """The paper's Adam settings with a peak learning rate ``lr`` and :func:`warmup_linear_decay`.
+    """
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: warmup_linear_decay(i + 1, warmup, total_steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: warmup_linear_decay(i + 1, warmup, total_steps)
+    )
     return optimizer, scheduler
 
 
 @dataclass
 class History:
-    """Per training step: the loss, the token accuracy of the teacher-forced predictions, the learning rate."""
+    """Per training step: the loss, the token accuracy of the teacher-forced predictions, the
+    learning rate."""
 
     loss: list[float] = field(default_factory=list)
     token_accuracy: list[float] = field(default_factory=list)
@@ -140,16 +160,17 @@ class History:
 
 
 class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read back: truncated, corrupt, not written by :class:`Trainer`, or
-    written for a model with other parameters."""
+    """A checkpoint file that cannot be read back: truncated, corrupt, not written by
+    :class:`Trainer`, or written for a model with other parameters."""
 
 
 class DivergenceWarning(RuntimeWarning):
     """Training loss rose far above where it started: the learning rate is most likely too high."""
 
 
-# The trainer warns once when a step's loss exceeds this multiple of its first loss (a fresh model's loss is
-# about log V; a healthy run only goes down from there), and stops with FloatingPointError at a non-finite one.
+# The trainer warns once when a step's loss exceeds this multiple of its first loss (a fresh model's
+# loss is about log V; a healthy run only goes down from there), and stops with FloatingPointError
+# at a non-finite one.
 DIVERGENCE_FACTOR = 10.0
 
 
@@ -167,8 +188,8 @@ class BatchKind:
     ``check(batch, loss_fn)`` raises a clear error for a batch there is nothing to learn from (or
     that does not fit ``loss_fn``); ``forward(model, batch, device)`` runs the model and returns
     ``(logits (B, T, V), target (B, T), counted (B, T) bool)``, ``counted`` the scored positions.
-    :data:`SEQ2SEQ_BATCHES` reads :class:`~transformer_lib.training.data.Batch` es, :data:`LM_BATCHES` the
-    language models' ``(inputs, targets)`` pairs.
+    :data:`SEQ2SEQ_BATCHES` reads :class:`~transformer_lib.training.data.Batch` es,
+    :data:`LM_BATCHES` the language models' ``(inputs, targets)`` pairs.
     """
 
     check: Callable[[object, Callable | None], None]
@@ -240,11 +261,12 @@ class Trainer:
     """Runs optimisation steps on batches drawn by step number, and saves or resumes all its state.
 
     ``get_batch(step)`` must return the batch for that step (the tasks in
-    :mod:`transformer_lib.training.data` do), so a resumed run sees the same data as an uninterrupted one.
-    ``batches`` says how a batch is checked and run (:class:`BatchKind`: :data:`SEQ2SEQ_BATCHES`
-    by default, :data:`LM_BATCHES` for the language models). ``loss_fn(logits, target)`` is the
-    loss; without one, the plain cross-entropy over the counted positions (for a
-    :class:`~transformer_lib.training.data.Batch`, every target that is not padding).
+    :mod:`transformer_lib.training.data` do), so a resumed run sees the same data as an
+    uninterrupted one. ``batches`` says how a batch is checked and run (:class:`BatchKind`:
+    :data:`SEQ2SEQ_BATCHES` by default, :data:`LM_BATCHES` for the language models).
+    ``loss_fn(logits, target)`` is the loss; without one, the plain cross-entropy over the counted
+    positions (for a :class:`~transformer_lib.training.data.Batch`, every target that is not
+    padding).
     """
 
     def __init__(
@@ -267,9 +289,10 @@ class Trainer:
     def train_step(self, batch: Batch) -> float:
         """One forward, backward and update; returns the loss.
 
-        Raises ValueError for a batch with no target token (nothing to learn from, and no accuracy to record)
-        and FloatingPointError when the loss is not finite; warns (:class:`DivergenceWarning`) once when the
-        loss exceeds ``DIVERGENCE_FACTOR`` times the first step's.
+        Raises ValueError for a batch with no target token (nothing to learn from, and no accuracy
+        to record) and FloatingPointError when the loss is not finite; warns
+        (:class:`DivergenceWarning`) once when the loss exceeds ``DIVERGENCE_FACTOR`` times the
+        first step's.
         """
         self.batches.check(batch, self.loss_fn)
         self.model.train()
@@ -280,7 +303,9 @@ class Trainer:
         else:
             loss = counted_cross_entropy(logits, target, counted)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss became {loss.item()} at step {self.step}; lower the learning rate")
+            raise FloatingPointError(
+                f"loss became {loss.item()} at step {self.step}; lower the learning rate"
+            )
         self._warn_if_diverging(loss.item())
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -297,25 +322,36 @@ class Trainer:
         return loss.item()
 
     def _warn_if_diverging(self, loss: float) -> None:
-        if self.history.loss and not self._warned_divergence and loss > DIVERGENCE_FACTOR * self.history.loss[0]:
+        if (
+            self.history.loss
+            and not self._warned_divergence
+            and loss > DIVERGENCE_FACTOR * self.history.loss[0]
+        ):
             self._warned_divergence = True
             warnings.warn(
-                f"training is diverging: loss {loss:.4g} at step {self.step} is more than {DIVERGENCE_FACTOR:g} times "
-                f"the first step's {self.history.loss[0]:.4g}; lower the learning rate or lengthen the warm-up",
+                f"training is diverging: loss {loss:.4g} at step {self.step} is more than "
+                f"{DIVERGENCE_FACTOR:g} times "
+                f"the first step's {self.history.loss[0]:.4g}; lower the learning rate or lengthen "
+                f"the warm-up",
                 DivergenceWarning,
                 stacklevel=3,
             )
 
-    def fit(self, get_batch: Callable[[int], Batch], num_steps: int, progress: bool = True) -> History:
-        """Train until ``self.step == num_steps`` (so calling it again after a resume continues the count).
+    def fit(
+        self, get_batch: Callable[[int], Batch], num_steps: int, progress: bool = True
+    ) -> History:
+        """Train until ``self.step == num_steps`` (so calling it again after a resume continues the
+        count).
 
-        With ``progress`` a bar shows the steps while training and one line sums them up at the end (a saved
-        notebook keeps only the bar's first frame, so the line is what a reader sees later).
+        With ``progress`` a bar shows the steps while training and one line sums them up at the end
+        (a saved notebook keeps only the bar's first frame, so the line is what a reader sees
+        later).
         """
         first_step, started = self.step, time.perf_counter()
-        # In Jupyter the bar is a widget and every redraw is a message on the kernel's output channel. While
-        # nbval waits for a long cell it does not read that channel, and past ZeroMQ's 1000-message buffer
-        # messages are dropped (the cell's end among them), so redraw at most once a second.
+        # In Jupyter the bar is a widget and every redraw is a message on the kernel's output
+        # channel. While nbval waits for a long cell it does not read that channel, and past
+        # ZeroMQ's 1000-message buffer messages are dropped (the cell's end among them), so redraw
+        # at most once a second.
         bar = tqdm(
             total=num_steps,
             initial=self.step,
@@ -333,13 +369,15 @@ class Trainer:
         if progress and self.step > first_step:
             losses = self.history.loss
             print(
-                f"trained steps {first_step + 1}-{self.step} in {time.perf_counter() - started:.1f} s: "
+                f"trained steps {first_step + 1}-{self.step} in "
+                f"{time.perf_counter() - started:.1f} s: "
                 f"loss {losses[first_step]:.3f} -> {losses[-1]:.3f}"
             )
         return self.history
 
     def save_checkpoint(self, path: str | os.PathLike) -> Path:
-        """Write everything needed to resume, atomically: a crash mid-write never leaves a half file."""
+        """Write everything needed to resume, atomically: a crash mid-write never leaves a half
+        file."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {
@@ -362,12 +400,14 @@ class Trainer:
     def load_checkpoint(self, path: str | os.PathLike) -> None:
         """Restore a checkpoint written by :meth:`save_checkpoint` (tensors and plain data only).
 
-        The file's weights are checked against the model (names and shapes) before anything is loaded, so a
-        checkpoint of another model raises :class:`CheckpointError` and leaves this trainer untouched.
+        The file's weights are checked against the model (names and shapes) before anything is
+        loaded, so a checkpoint of another model raises :class:`CheckpointError` and leaves this
+        trainer untouched.
         """
         state = read_checkpoint(path, self.device)
         _check_weights_match(self.model, state["model"], path)
-        self.optimizer.load_state_dict(state["optimizer"])  # checks its parameter groups before changing any
+        # checks its parameter groups before changing any
+        self.optimizer.load_state_dict(state["optimizer"])
         self.model.load_state_dict(state["model"])
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
@@ -385,22 +425,27 @@ def read_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu")
         raise
     except Exception as exc:  # torch raises several types for a damaged file
         raise CheckpointError(
-            f"could not read checkpoint {os.fspath(path)!r}: it is truncated, corrupt or not a torch file "
+            f"could not read checkpoint {os.fspath(path)!r}: it is truncated, corrupt or not a "
+            f"torch file "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
     if not isinstance(state, dict) or not _CHECKPOINT_KEYS <= state.keys():
         found = sorted(state) if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(
-            f"{os.fspath(path)!r} is not a Trainer checkpoint: expected keys {sorted(_CHECKPOINT_KEYS)}, found {found}"
+            f"{os.fspath(path)!r} is not a Trainer checkpoint: expected keys "
+            f"{sorted(_CHECKPOINT_KEYS)}, found {found}"
         )
     return state
 
 
 def _check_weights_match(model: nn.Module, weights: dict, path: str | os.PathLike) -> None:
-    """Raise :class:`CheckpointError` naming the differences unless ``weights`` has exactly the model's
-    parameter and buffer names, each with the model's shape."""
+    """Raise :class:`CheckpointError` naming the differences unless ``weights`` has exactly the
+    model's parameter and buffer names, each with the model's shape."""
     expected = model.state_dict()
-    missing, unexpected = sorted(expected.keys() - weights.keys()), sorted(weights.keys() - expected.keys())
+    missing, unexpected = (
+        sorted(expected.keys() - weights.keys()),
+        sorted(weights.keys() - expected.keys()),
+    )
     problems = []
     if missing:
         problems.append(f"missing {missing[:3]}{' ...' if len(missing) > 3 else ''}")
@@ -409,17 +454,19 @@ def _check_weights_match(model: nn.Module, weights: dict, path: str | os.PathLik
     for name in sorted(expected.keys() & weights.keys()):
         if tuple(expected[name].shape) != tuple(weights[name].shape):
             problems.append(
-                f"{name} has shape {tuple(weights[name].shape)}, the model's is {tuple(expected[name].shape)}"
+                f"{name} has shape {tuple(weights[name].shape)}, the model's is "
+                f"{tuple(expected[name].shape)}"
             )
     if problems:
         raise CheckpointError(
-            f"{os.fspath(path)!r} holds weights of a different model ({'; '.join(problems[:4])}); nothing was loaded"
+            f"{os.fspath(path)!r} holds weights of a different model ({'; '.join(problems[:4])}); "
+            f"nothing was loaded"
         )
 
 
 def load_model_weights(model: nn.Module, path: str | os.PathLike) -> nn.Module:
-    """Load only the model weights of a :class:`Trainer` checkpoint into ``model`` (for inference); a checkpoint
-    of another model raises :class:`CheckpointError` before any weight changes."""
+    """Load only the model weights of a :class:`Trainer` checkpoint into ``model`` (for inference);
+    a checkpoint of another model raises :class:`CheckpointError` before any weight changes."""
     weights = read_checkpoint(path, next(model.parameters()).device)["model"]
     _check_weights_match(model, weights, path)
     model.load_state_dict(weights)
@@ -428,11 +475,13 @@ def load_model_weights(model: nn.Module, path: str | os.PathLike) -> nn.Module:
 
 @dataclass(frozen=True)
 class TrainingRecipe:
-    """How :func:`train_task` trains: Adam with :func:`warmup_linear_decay` to a peak learning rate ``lr`` after
-    ``warmup`` steps, ``steps`` batches of ``batch_size`` pairs, label smoothing ``eps_ls``.
+    """How :func:`train_task` trains: Adam with :func:`warmup_linear_decay` to a peak learning rate
+    ``lr`` after ``warmup`` steps, ``steps`` batches of ``batch_size`` pairs, label smoothing
+    ``eps_ls``.
 
-    The course's values are one object, :data:`CPU_RECIPE`; change a field with ``CPU_RECIPE.replace(...)``.
-    Recipes are tuned on a task's ``valid_pairs``; its ``test_pairs`` are read once, at the end.
+    The course's values are one object, :data:`CPU_RECIPE`; change a field with
+    ``CPU_RECIPE.replace(...)``. Recipes are tuned on a task's ``valid_pairs``; its ``test_pairs``
+    are read once, at the end.
     """
 
     steps: int
@@ -446,18 +495,22 @@ class TrainingRecipe:
         check_positive_real(lr=self.lr)
         check_probability(eps_ls=self.eps_ls)
         for name in ("steps", "batch_size", "warmup"):
-            object.__setattr__(self, name, int(getattr(self, name)))  # a NumPy integer is stored as Python's
+            # a NumPy integer is stored as Python's
+            object.__setattr__(self, name, int(getattr(self, name)))
         if not self.warmup < self.steps:
-            raise ValueError(f"warmup must be below steps, got warmup={self.warmup}, steps={self.steps}")
+            raise ValueError(
+                f"warmup must be below steps, got warmup={self.warmup}, steps={self.steps}"
+            )
 
     def replace(self, **changes) -> "TrainingRecipe":
         """A copy with some fields changed: ``CPU_RECIPE.replace(steps=800)``."""
         return dataclasses.replace(self, **changes)
 
 
-# The CPU recipe of notebooks 06 and 07 and train_task. eps_ls is the paper's 0.1: a matched comparison with 0
-# over three seeds (results/label_smoothing.py and .csv, shown in notebook 06) found it no slower on the date
-# task; with TransformerConfig.cpu_tiny every run reached exact match 1.000 on the validation split at step 1600.
+# The CPU recipe of notebooks 06 and 07 and train_task. eps_ls is the paper's 0.1: a matched
+# comparison with 0 over three seeds (results/label_smoothing.py and .csv, shown in notebook 06)
+# found it no slower on the date task; with TransformerConfig.cpu_tiny every run reached exact match
+# 1.000 on the validation split at step 1600.
 CPU_RECIPE = TrainingRecipe(steps=1600, batch_size=64, lr=3e-3, warmup=100, eps_ls=0.1)
 
 
@@ -470,7 +523,8 @@ def train_task(
     device: torch.device | str = "cpu",
     **recipe_changes,
 ) -> Trainer:
-    """Train a fresh model on ``task`` with ``recipe`` and return the trainer (``trainer.model`` is the model).
+    """Train a fresh model on ``task`` with ``recipe`` and return the trainer (``trainer.model`` is
+    the model).
 
     ``config`` defaults to ``TransformerConfig.cpu_tiny`` with the task's ``pad_id``; a config you
     pass must pad with it too. The label smoothing is the recipe's ``eps_ls``. Keyword arguments
@@ -483,9 +537,13 @@ def train_task(
     if config is None:
         config = TransformerConfig.cpu_tiny(len(task.vocab)).replace(pad_id=pad_id)
     if config.pad_id != pad_id:
-        raise ValueError(f"config.pad_id={config.pad_id} but the task's vocabulary pads with {pad_id}")
+        raise ValueError(
+            f"config.pad_id={config.pad_id} but the task's vocabulary pads with {pad_id}"
+        )
     trainer = make_trainer(config, recipe, seed, device)
-    trainer.fit(lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress)
+    trainer.fit(
+        lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress
+    )
     return trainer
 
 
@@ -496,7 +554,8 @@ def make_trainer(
     device: torch.device | str = "cpu",
     optimizer: Callable[[nn.Module], tuple] | None = None,
 ) -> Trainer:
-    """The one path from a config to a ready trainer: seed, a fresh :class:`Transformer`, Adam, the smoothed loss.
+    """The one path from a config to a ready trainer: seed, a fresh :class:`Transformer`, Adam, the
+    smoothed loss.
 
     Args:
         config: the model.
@@ -504,9 +563,10 @@ def make_trainer(
             ``eps_ls``, the loss's label smoothing (the batch size is the caller's, who draws the
             batches).
         seed: seeds every generator before the weights are drawn: one seed, one initial model.
-        optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g. :func:`paper_optimizer`.
-    Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`, ``experiments.run_one``
-    and ``results/label_smoothing.py`` all start here.
+        optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g.
+        :func:`paper_optimizer`.
+    Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`,
+    ``experiments.run_one`` and ``results/label_smoothing.py`` all start here.
     """
     seed_everything(seed)
     model = Transformer(config)
@@ -520,14 +580,18 @@ def make_trainer(
 
 @torch.no_grad()
 def perplexity(model: nn.Module, batches: Iterable) -> float:
-    """``exp`` of the mean cross-entropy per counted target token over ``batches`` (no label smoothing).
+    """``exp`` of the mean cross-entropy per counted target token over ``batches`` (no label
+    smoothing).
 
     Args:
-        model: a :class:`Transformer` or a language model of :mod:`transformer_lib.model.lm`; put in eval mode.
-        batches: :class:`~transformer_lib.training.data.Batch` es (teacher forcing; ``<pad>`` targets not counted) or
-            ``(inputs (B, T), targets (B, T))`` pairs (targets equal to :data:`IGNORE_INDEX` not counted).
-    Returns the perplexity: every counted token weighs the same, so it is the number of equally likely tokens
-    the model is, on average, choosing between. The paper's Table 3 reports it per wordpiece.
+        model: a :class:`Transformer` or a language model of :mod:`transformer_lib.model.lm`; put in
+        eval mode. batches: :class:`~transformer_lib.training.data.Batch` es (teacher forcing;
+        ``<pad>`` targets not counted) or
+            ``(inputs (B, T), targets (B, T))`` pairs (targets equal to :data:`IGNORE_INDEX` not
+            counted).
+    Returns the perplexity: every counted token weighs the same, so it is the number of equally
+    likely tokens the model is, on average, choosing between. The paper's Table 3 reports it per
+    wordpiece.
     """
     model.eval()
     device = next(model.parameters(), torch.empty(0)).device
@@ -538,5 +602,7 @@ def perplexity(model: nn.Module, batches: Iterable) -> float:
         total += counted_cross_entropy(logits, target, counted, reduction="sum").item()
         count += int(counted.sum())
     if count == 0:
-        raise ValueError("perplexity needs at least one counted target token. Pass batches with real targets.")
+        raise ValueError(
+            "perplexity needs at least one counted target token. Pass batches with real targets."
+        )
     return math.exp(total / count)
