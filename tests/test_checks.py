@@ -721,7 +721,9 @@ def test_table3_check_reports_a_row_that_fails_to_train(monkeypatch):
     def out_of_memory(answer, results):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
 
-    monkeypatch.setattr(tl.experiments, "judge_own_row", out_of_memory)
+    from transformer_lib.teaching.checks import nb10_paper_experiments
+
+    monkeypatch.setattr(nb10_paper_experiments, "judge_own_row", out_of_memory)
     result = tl.checks.check_table3_row(lambda: ({"d_model": 100_000}, "lower"))
     assert (
         not result and "could not be trained (RuntimeError: DefaultCPUAllocator" in result.message
@@ -1342,8 +1344,8 @@ def test_a_difference_always_shows_in_the_numbers_printed():
 
 
 def test_one_layer_norm_shared_by_two_sublayers_is_named():
-    """Issue #29, 4: with fresh norms (gain 1, shift 0) a shared LayerNorm computed the same thing.
-    """
+    """Issue #29, 4: with fresh norms (gain 1, shift 0) a shared LayerNorm computed the same
+    thing."""
 
     class Shared(_solution("04", "MyEncoderLayer")):
         def __init__(self, d_model, num_heads, d_ff, norm_first=False):

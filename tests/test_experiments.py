@@ -11,6 +11,7 @@ import torch
 
 from transformer_lib import experiments as ex
 from transformer_lib.model.transformer import Transformer, TransformerConfig, count_parameters
+from transformer_lib.teaching.checks.nb10_paper_experiments import judge_own_row
 from transformer_lib.training.data import StringProgramTask
 
 MICRO = ex.Grid(
@@ -233,9 +234,9 @@ def _micro_results():
 def test_judge_own_row_trains_the_row_and_reports_the_prediction():
     task = StringProgramTask(num_test=1, num_valid=20, num_gen=20)
     row = ex.Row("mine", "C", {"d_ff": 64})
-    message = ex.judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
+    message = judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
     assert "'mine'" in message and "dev perplexity" in message and "9.500 ± 0.500" in message
-    message = ex.judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
+    message = judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
     assert "you predicted 5.00" in message
 
 
@@ -261,12 +262,12 @@ def test_judge_own_row_trains_the_row_and_reports_the_prediction():
 )
 def test_judge_own_row_names_what_is_wrong(answer, words):
     with pytest.raises((TypeError, ValueError), match=re.escape(words)):
-        ex.judge_own_row(answer, _micro_results(), grid=MICRO)
+        judge_own_row(answer, _micro_results(), grid=MICRO)
 
 
 def test_judge_own_row_needs_committed_base_runs():
     with pytest.raises(ValueError, match="fewer than two seeds"):
-        ex.judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
+        judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
 
 
 def test_check_table3_row_never_raises():

@@ -52,7 +52,6 @@ __all__ = [
     "read_results",
     "summarise",
     "spread_vs_noise",
-    "judge_own_row",
     "main",
 ]
 
@@ -520,106 +519,6 @@ def spread_vs_noise(summary: Sequence[dict]) -> dict:
         "seed_std": noise,
         "ratio": spread / noise if noise > 0 else float("inf"),
     }
-
-
-_PREDICTIONS = ("lower", "same", "higher")
-
-
-def judge_own_row(
-    answer, results: Sequence[dict], grid: Grid | str = "cpu", task: StringProgramTask | None = None
-) -> str:
-    """The exercise of notebook 10: ``answer = (row, prediction)``, a :class:`Row` (or a dict of its
-    changes) that the grid does not have, and the learner's prediction of its dev perplexity next to
-    the base row's: ``"lower"``, ``"same"`` or ``"higher"``, or a number. Trains the row for seed 0
-    on the grid's budget and returns what happened next to the prediction; raises ValueError (or
-    TypeError) naming what is wrong.
-
-    "same" means within two of the base row's seed standard deviations of its mean in ``results``.
-    """
-    grid = GRIDS[grid] if isinstance(grid, str) else grid
-    if not (isinstance(answer, tuple) and len(answer) == 2):
-        raise TypeError(
-            f"return a pair (row, prediction), got {type(answer).__name__} {answer!r:.80}"
-        )
-    row, prediction = answer
-    if isinstance(row, dict):
-        row = Row("your row", "yours", row)
-    if not isinstance(row, Row):
-        raise TypeError(
-            f"the row should be a tl.experiments.Row or a dict of changes, got {type(row).__name__}"
-        )
-    if isinstance(prediction, str) and prediction.strip().lower() in _PREDICTIONS:
-        prediction = prediction.strip().lower()
-    elif isinstance(prediction, bool) or not (
-        isinstance(prediction, (int, float)) and math.isfinite(prediction) and prediction >= 1.0
-    ):
-        raise ValueError(
-            f"the prediction should be 'lower', 'same' or 'higher' (than the base row's dev "
-            f"perplexity), or a "
-            f"perplexity (a number >= 1: a model can do no better than 1), got {prediction!r}"
-        )
-    # The row's own default d_k is d_model // h of its own width and heads ({"num_heads": 1, "d_k":
-    # 16} is new).
-    d_model, heads = (row.changes.get(key, grid.base[key]) for key in ("d_model", "num_heads"))
-    own_d_k = (
-        d_model // heads
-        if isinstance(d_model, int) and isinstance(heads, int) and heads > 0
-        else None
-    )
-    as_base = {"positional": "sinusoidal", **grid.base, "d_k": own_d_k}
-    # What the row really changes: {"num_heads": 1, "d_ff": <the base's d_ff>} is the grid's row "A
-    # h=1".
-    effective = {key: value for key, value in row.changes.items() if as_base.get(key) != value}
-    if not effective:
-        raise ValueError(
-            f"row {row.name!r} changes nothing of the base model {grid.base}: change one thing"
-        )
-    for existing in grid.rows:
-        if existing.changes == effective:
-            raise ValueError(
-                f"the grid already has this row ({existing.name!r}): predict a row of your own"
-            )
-    base = [s for s in summarise(results, grid.name) if s["config"] == "base"]
-    if not base or base[0]["seeds"] < 2:
-        raise ValueError(
-            f"the results hold fewer than two seeds of grid {grid.name!r}'s base row to compare "
-            f"with"
-        )
-    task = task if task is not None else StringProgramTask()
-    try:
-        config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
-        base_config = _config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
-    # counted without memory: a huge row gets this message, not an allocation error
-    with torch.device("meta"):
-        size = count_parameters(Transformer(config))["total"]
-        base_size = count_parameters(Transformer(base_config))["total"]
-    if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
-        raise ValueError(
-            f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base "
-            f"{base_size:,} and "
-            f"N={base_config.num_layers}: keep it within 4x of the base so it trains in about a "
-            f"minute"
-        )
-    result = run_one(grid, row, 0, task)
-    mean, std = base[0]["mean"], base[0]["std"]
-    ppl = result["dev_ppl"]
-    outcome = "same" if abs(ppl - mean) <= 2 * std else ("lower" if ppl < mean else "higher")
-    if isinstance(prediction, str):
-        verdict = "as you predicted" if prediction == outcome else f"you predicted {prediction!r}"
-    else:
-        verdict = (
-            f"you predicted {prediction:.2f}, off by {abs(result['dev_ppl'] - prediction):.2f}"
-        )
-    return (
-        f"row {row.name!r} ({size:,} parameters) reached dev perplexity {result['dev_ppl']:.3f} "
-        f"(seed 0, "
-        f"{grid.steps} steps); the base row has {mean:.3f} ± {std:.3f} over {base[0]['seeds']} "
-        f"seeds, so yours is "
-        f"{outcome!r} ({verdict}). One seed: run seeds 1 and 2 (run_one) before you trust a small "
-        f"difference."
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
