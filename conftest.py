@@ -21,8 +21,8 @@ except ImportError:  # nbval is a test dependency; the unit tests run without it
 if nbval is not None:
 
     class _IPCKernelManager(KernelManager):
-        """A KernelManager whose sockets are files in a private temporary folder, never TCP ports.
-        """
+        """A KernelManager whose sockets are files in a private temporary folder, never TCP
+        ports."""
 
         def __init__(self, *args, **kwargs):
             socket_dir = tempfile.mkdtemp(prefix="nbk-")

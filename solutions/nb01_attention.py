@@ -27,22 +27,16 @@ def my_causal_mask(size):
 ANSWERS = {
     "3": (
         "The score is a dot product, not a cosine: x_i . x_j = |x_i| |x_j| cos(angle), while a "
-        "token's score with "
-        "itself is |x_i|^2. In the worked example x2 = x0 + x1 and x0 . x1 = 0, so x0 . x2 = x0 . "
-        "x0 + x0 . x1 = 2 "
-        "= x0 . x0: query 0 scores key 2 exactly as high as its own key, and the softmax gives "
-        "both 0.4223 (the "
-        "same for query 1). By Cauchy-Schwarz x_i . x_j <= |x_i| |x_j|, so another key ties with "
-        "or beats a "
-        "token's own key only if it is at least as long and points roughly the same way (at equal "
-        "length only "
-        "x_j = x_i ties); token 2 is the longest (|x2|^2 = 4), so it wins its own row. With "
-        "learned projections "
-        "the score is q_i . k_j = x_i W_Q W_K^T x_j^T; with W_Q != W_K the matrix W_Q W_K^T need "
-        "be neither "
-        "symmetric nor positive definite, so nothing favours j = i: a head can learn to attend to "
-        "the previous "
-        "token, say, and the score of i with j can differ from that of j with i."
+        "token's score with itself is |x_i|^2. In the worked example x2 = x0 + x1 and x0 . x1 = 0, "
+        "so x0 . x2 = x0 . x0 + x0 . x1 = 2 = x0 . x0: query 0 scores key 2 exactly as high as its "
+        "own key, and the softmax gives both 0.4223 (the same for query 1). By Cauchy-Schwarz x_i "
+        ". x_j <= |x_i| |x_j|, so another key ties with or beats a token's own key only if it is "
+        "at least as long and points roughly the same way (at equal length only x_j = x_i ties); "
+        "token 2 is the longest (|x2|^2 = 4), so it wins its own row. With learned projections the "
+        "score is q_i . k_j = x_i W_Q W_K^T x_j^T; with W_Q != W_K the matrix W_Q W_K^T need be "
+        "neither symmetric nor positive definite, so nothing favours j = i: a head can learn to "
+        "attend to the previous token, say, and the score of i with j can differ from that of j "
+        "with i."
     ),
 }
 

@@ -37,22 +37,16 @@ class MyPositionalEncoding(nn.Module):
 ANSWERS = {
     "3": (
         "A learned table has one trained row per position up to the longest training sequence; a "
-        "later position "
-        "has no row at all (or an untrained one). The sinusoids are defined for every position, "
-        "and PE[pos + k] is "
-        "PE[pos] rotated by a fixed angle per frequency pair (section 3), the same map at every "
-        "pos. A model that "
-        "has learned to use relative offsets through that rotation could apply it beyond the "
-        "training lengths; "
-        "one that relies on the absolute pattern of positions it has seen gains nothing. The paper "
-        "states this "
-        "as its hypothesis (section 3.5: it 'may allow the model to extrapolate to sequence "
-        "lengths longer than "
-        "the ones encountered during training') and does not test it; later work found that "
-        "extrapolation with "
-        "sinusoids is limited in practice (Press, Smith & Lewis 2022, 'Train Short, Test Long: "
-        "Attention with "
-        "Linear Biases Enables Input Length Extrapolation')."
+        "later position has no row at all (or an untrained one). The sinusoids are defined for "
+        "every position, and PE[pos + k] is PE[pos] rotated by a fixed angle per frequency pair "
+        "(section 3), the same map at every pos. A model that has learned to use relative offsets "
+        "through that rotation could apply it beyond the training lengths; one that relies on the "
+        "absolute pattern of positions it has seen gains nothing. The paper states this as its "
+        "hypothesis (section 3.5: it 'may allow the model to extrapolate to sequence lengths "
+        "longer than the ones encountered during training') and does not test it; later work found "
+        "that extrapolation with sinusoids is limited in practice (Press, Smith & Lewis 2022, "
+        "'Train Short, Test Long: Attention with Linear Biases Enables Input Length "
+        "Extrapolation')."
     ),
 }
 

@@ -59,23 +59,16 @@ class MyEncoderLayer(nn.Module):
 ANSWERS = {
     "4": (
         "For fixed attention weights, a position's attention output is a weighted average of the "
-        "values, projected "
-        "by W_V and W_O: linear in the token vectors. The softmax only decides the mixing weights, "
-        "and LayerNorm "
-        "only recentres and rescales each token with a fixed formula. So an attention-only "
-        "Transformer can move "
-        "and mix information between positions, but has no learned nonlinear function of one "
-        "token's own features: "
-        "no feature detector such as ReLU(x w + b), no XOR of two features of a token, none of the "
-        "key-value "
-        "lookups that FFN layers have been found to store (Geva, Schuster, Berant & Levy 2021, "
-        "'Transformer "
-        "Feed-Forward Layers Are Key-Value Memories'). Dong, Cordonnier & Loukas 2021 ('Attention "
-        "is Not All You "
-        "Need: Pure Attention Loses Rank Doubly Exponentially with Depth') show that stacked "
-        "self-attention without "
-        "skip connections and MLPs collapses towards a rank-1 output (every token the same) as "
-        "depth grows."
+        "values, projected by W_V and W_O: linear in the token vectors. The softmax only decides "
+        "the mixing weights, and LayerNorm only recentres and rescales each token with a fixed "
+        "formula. So an attention-only Transformer can move and mix information between positions, "
+        "but has no learned nonlinear function of one token's own features: no feature detector "
+        "such as ReLU(x w + b), no XOR of two features of a token, none of the key-value lookups "
+        "that FFN layers have been found to store (Geva, Schuster, Berant & Levy 2021, "
+        "'Transformer Feed-Forward Layers Are Key-Value Memories'). Dong, Cordonnier & Loukas 2021 "
+        "('Attention is Not All You Need: Pure Attention Loses Rank Doubly Exponentially with "
+        "Depth') show that stacked self-attention without skip connections and MLPs collapses "
+        "towards a rank-1 output (every token the same) as depth grows."
     ),
 }
 

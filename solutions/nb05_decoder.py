@@ -39,20 +39,14 @@ def my_cross_attention(attn, x, memory, memory_mask):
 ANSWERS = {
     "3": (
         "Inside a decoder layer, position t's output is built from three sublayers. The "
-        "feed-forward acts on each "
-        "position alone. In cross-attention the query at position t is position t's own vector, "
-        "and the keys and "
-        "values are the encoder's memory, which is computed from the source only: no target token "
-        "enters the keys "
-        "or values, so cross-attention gives position t nothing from other target positions, "
-        "earlier or later. The "
-        "only sublayer that mixes target positions is the self-attention, and the causal mask "
-        "limits it to "
-        "positions <= t. By induction over the layers, position t depends only on target tokens <= "
-        "t (and on the "
-        "source). The whole source is known before decoding starts, so cross-attention may read "
-        "all of it; its "
-        "only mask hides the source's padding."
+        "feed-forward acts on each position alone. In cross-attention the query at position t is "
+        "position t's own vector, and the keys and values are the encoder's memory, which is "
+        "computed from the source only: no target token enters the keys or values, so "
+        "cross-attention gives position t nothing from other target positions, earlier or later. "
+        "The only sublayer that mixes target positions is the self-attention, and the causal mask "
+        "limits it to positions <= t. By induction over the layers, position t depends only on "
+        "target tokens <= t (and on the source). The whole source is known before decoding starts, "
+        "so cross-attention may read all of it; its only mask hides the source's padding."
     ),
 }
 

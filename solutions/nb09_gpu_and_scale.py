@@ -14,19 +14,14 @@ def my_shard_loss(logits, target, global_tokens, world_size):
 ANSWERS = {
     "2": (
         "Every query must still meet every key: the T x T dot products q·k and the weighted sum "
-        "over T values are "
-        "O(T^2 · d_k) arithmetic per head whatever the kernel does; a fused kernel only avoids "
-        "storing the T x T "
-        "matrix and moving it through main memory. To grow more slowly the model itself must "
-        "change so that each "
-        "query sees fewer keys or the keys are summarised: local or sliding-window attention (each "
-        "query sees w "
-        "keys: O(T · w)), sparse patterns (Child et al. 2019, 'Generating Long Sequences with "
-        "Sparse "
+        "over T values are O(T^2 · d_k) arithmetic per head whatever the kernel does; a fused "
+        "kernel only avoids storing the T x T matrix and moving it through main memory. To grow "
+        "more slowly the model itself must change so that each query sees fewer keys or the keys "
+        "are summarised: local or sliding-window attention (each query sees w keys: O(T · w)), "
+        "sparse patterns (Child et al. 2019, 'Generating Long Sequences with Sparse "
         "Transformers'), or linear attention that replaces softmax(QK^T)V by a kernel feature map "
-        "(Katharopoulos "
-        "et al. 2020, 'Transformers are RNNs'). Each changes what the model can compute, not just "
-        "how fast."
+        "(Katharopoulos et al. 2020, 'Transformers are RNNs'). Each changes what the model can "
+        "compute, not just how fast."
     ),
 }
 

@@ -14,20 +14,14 @@ def my_table3_row():
 ANSWERS = {
     "2": (
         "Dropout fights over-fitting. The paper trains for 100K steps on about 4.5M sentence "
-        "pairs, long enough to "
-        "start memorising its training data; without dropout its dev perplexity rises from 4.92 to "
-        "5.77. Our "
-        "grid trains for 200 steps on pairs drawn afresh from a huge space (section 2 counts them: "
-        "nearly all "
-        "distinct), so the model is still under-fitting: it has nothing to memorise yet, and "
-        "dropout only hides "
-        "part of each step's information and slows learning. Switching it off therefore lowers our "
-        "dev "
-        "perplexity (3.47 to 2.83 in the committed grid). To see the paper's direction, train on a "
-        "small fixed "
-        "training set (a few thousand pairs) for many passes: once the training loss keeps falling "
-        "while the dev "
-        "loss rises, P_drop = 0.1 should beat P_drop = 0."
+        "pairs, long enough to start memorising its training data; without dropout its dev "
+        "perplexity rises from 4.92 to 5.77. Our grid trains for 200 steps on pairs drawn afresh "
+        "from a huge space (section 2 counts them: nearly all distinct), so the model is still "
+        "under-fitting: it has nothing to memorise yet, and dropout only hides part of each step's "
+        "information and slows learning. Switching it off therefore lowers our dev perplexity "
+        "(3.47 to 2.83 in the committed grid). To see the paper's direction, train on a small "
+        "fixed training set (a few thousand pairs) for many passes: once the training loss keeps "
+        "falling while the dev loss rises, P_drop = 0.1 should beat P_drop = 0."
     ),
 }
 

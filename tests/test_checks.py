@@ -103,8 +103,7 @@ def test_checks_load_only_on_first_use():
 
     code = (
         "import sys, transformer_lib as tl; assert 'transformer_lib.teaching.checks' not in "
-        "sys.modules; "
-        "assert tl.checks.check_noam_lr(tl.noam_lr)"
+        "sys.modules; assert tl.checks.check_noam_lr(tl.noam_lr)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

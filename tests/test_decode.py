@@ -352,8 +352,8 @@ class ProbabilityTable:
         return best[0]
 
     def as_model(self):
-        """The table behind the interface beam_search reads from a Transformer (without a KV cache).
-        """
+        """The table behind the interface beam_search reads from a Transformer (without a KV
+        cache)."""
         table = self
 
         class TableModel(torch.nn.Module):

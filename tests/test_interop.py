@@ -146,13 +146,9 @@ def test_transformer_lib_runs_without_transformers_and_says_what_to_install():
     fails)."""
     code = (
         # makes `import transformers` raise ImportError
-        "import sys; sys.modules['transformers'] = None\n"
-        "import transformer_lib as tl\n"
-        "assert tl.from_huggingface\n"
-        "try:\n"
-        "    tl.from_huggingface(object())\n"
-        "except ImportError as error:\n"
-        "    print(error)\n"
+        "import sys; sys.modules['transformers'] = None\nimport transformer_lib as tl\nassert "
+        "tl.from_huggingface\ntry:\n    tl.from_huggingface(object())\nexcept ImportError as "
+        "error:\n    print(error)\n"
     )
     root = Path(__file__).resolve().parents[1]  # this checkout's transformer_lib
     result = subprocess.run(

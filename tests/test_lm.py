@@ -1,5 +1,5 @@
-"""The decoder-only and masked language models (notebook 11) and the standard-library text corpus.
-"""
+"""The decoder-only and masked language models (notebook 11) and the standard-library text
+corpus."""
 
 import pytest
 import torch
@@ -267,8 +267,7 @@ def test_lm_options_reach_their_layers_and_print_only_when_set():
     assert model.embed.scale == 1.0
     assert repr(LMConfig.cpu_char(101)) == (
         "LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, dropout=0.0, "
-        "max_len=128, "
-        "positional='learned', norm_first=True, pad_id=0)"
+        "max_len=128, positional='learned', norm_first=True, pad_id=0)"
     )  # notebook 11 prints this
     options = (
         "activation='gelu_tanh', scale_embeddings=False, layer_norm_eps=1e-12, "

@@ -181,9 +181,8 @@ def tiny(**options) -> tl.TransformerConfig:
 def test_a_config_prints_its_options_only_when_they_are_set():
     assert repr(tiny()) == (
         "TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=32, num_heads=4, d_ff=64, "
-        "num_layers=2, "
-        "dropout=0.0, attention_dropout=0.0, norm_first=False, share_embeddings=True, "
-        "max_len=5000, pad_id=0, positional='sinusoidal')"
+        "num_layers=2, dropout=0.0, attention_dropout=0.0, norm_first=False, "
+        "share_embeddings=True, max_len=5000, pad_id=0, positional='sinusoidal')"
     )  # as before the options existed: the notebooks print configs
     assert repr(tiny(activation="silu", num_decoder_layers=3)).endswith(
         "positional='sinusoidal', activation='silu', num_decoder_layers=3)"

@@ -456,8 +456,8 @@ def main(argv: list[str] | None = None) -> None:
         result = recipe_check()
         print(
             f"trained in {result['train_s']:.1f} s; exact match: validation "
-            f"{result['valid_exact_match']:.3f}, "
-            f"test {result['test_exact_match']:.3f} (target: >= 0.99 in about 45 s on 2 cores)"
+            f"{result['valid_exact_match']:.3f}, test {result['test_exact_match']:.3f} (target: >= "
+            "0.99 in about 45 s on 2 cores)"
         )
         return
     device = pick_device(args.device)
@@ -515,9 +515,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; cached "
-        "greedy generation "
-        "of 64 tokens after 16, batch 8 (KV-cache bytes per token in fp32; median ms per generated "
-        "token)"
+        "greedy generation of 64 tokens after 16, batch 8 (KV-cache bytes per token in fp32; "
+        "median ms per generated token)"
     )
     _print_table(
         grouped_query_decoding(device=device, repeats=max(1, args.repeats // 3)),
@@ -530,9 +529,8 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     print(
-        f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} "
-        "(source + target tokens per second, "
-        "padding not counted; a few steps, so a rough figure)"
+        f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} (source + "
+        "target tokens per second, padding not counted; a few steps, so a rough figure)"
     )
     _print_table(
         training_throughput(device=device),

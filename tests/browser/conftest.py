@@ -37,8 +37,7 @@ def require_browser() -> None:
     if not CHROMIUM.exists():
         pytest.skip(
             f"{CHROMIUM} is missing: `make test-browser` installs it with `apt-get install -y "
-            f"chromium`, "
-            "which did not work on this machine (no root or no package mirror)"
+            "chromium`, which did not work on this machine (no root or no package mirror)"
         )
     pytest.importorskip(
         "playwright.sync_api", reason="Playwright is not installed: run `make test-browser`"
@@ -133,8 +132,8 @@ def browser():
 
 
 def pytest_sessionstart(session):
-    """Start from an empty build/browser/ (once, in the process that collects the workers' records).
-    """
+    """Start from an empty build/browser/ (once, in the process that collects the workers'
+    records)."""
     if not hasattr(session.config, "workerinput") and session.config.getoption("--run-browser"):
         for path in [*OUT.glob("*.json"), *OUT.glob("*.png"), *OUT.glob("site/*.json")]:
             path.unlink()

@@ -172,8 +172,7 @@ def check_notebook(lab, page, notebook: str) -> None:
     page.goto(f"{base}/lab/tree/notebooks/{notebook}?reset&token={token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=90_000)
     page.wait_for_function(
-        "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel"
-        " && "
+        "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel && "
         "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
         timeout=90_000,
     )

@@ -115,8 +115,8 @@ def snapshots(notebook: str) -> list[dict]:
 
 
 def displayed_widgets(notebook: str) -> int:
-    """How many widgets the notebook displays (each leaves a '[controls: ...]' line in its outputs).
-    """
+    """How many widgets the notebook displays (each leaves a '[controls: ...]' line in its
+    outputs)."""
     cells = nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4).cells
     return sum(
         1

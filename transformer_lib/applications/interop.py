@@ -153,8 +153,8 @@ def _layer_pairs(ours: nn.Module, theirs: nn.Module, attentions: list, residuals
     if ours_activation != theirs_activation:
         raise TypeError(
             f"feed-forward activations differ: ours {ours_activation!r}, PyTorch's "
-            f"{theirs_activation!r}; build ours "
-            "with the same activation (the default 'relu' is the paper's ReLU)"
+            f"{theirs_activation!r}; build ours with the same activation (the default 'relu' is "
+            "the paper's ReLU)"
         )
     pairs = []
     for our_name, their_name in attentions:

@@ -319,8 +319,7 @@ class MultiHeadAttention(nn.Module):
         if num_heads % num_kv_heads:
             raise ValueError(
                 f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
-                f"key/value head "
-                "serves a whole group of query heads"
+                "key/value head serves a whole group of query heads"
             )
         if (d_k is None or d_v is None) and d_model % num_heads:
             raise ValueError(

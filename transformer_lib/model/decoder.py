@@ -71,8 +71,8 @@ class Decoder(LayerStack):
         memory_mask: torch.Tensor | None = None,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
-        """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the cache.
-        """
+        """With a ``cache``, ``x`` holds only the new tokens; their keys and values join the
+        cache."""
         if cache is not None:
             cache.check_fits("decoder", len(self.layers), cross_attention=True)
         for i, layer in enumerate(self.layers):

@@ -211,8 +211,8 @@ class _EncoderStackLM(nn.Module):
         if start + tokens.size(1) > self.config.max_len:
             raise ValueError(
                 f"positions {start}..{start + tokens.size(1) - 1} exceed "
-                f"max_len={self.config.max_len}; "
-                "use a shorter input or a config with a larger max_len"
+                f"max_len={self.config.max_len}; use a shorter input or a config with a larger "
+                "max_len"
             )
 
     @staticmethod
@@ -226,10 +226,9 @@ class _EncoderStackLM(nn.Module):
         if tuple(mask.shape) != expected:
             raise ValueError(
                 f"mask must be a padding mask of shape (B, 1, 1, T_k) = {expected}, True at real "
-                f"tokens, got "
-                f"{tuple(mask.shape)}; make it with tl.padding_mask(tokens, pad_id), or from "
-                f"Hugging Face's "
-                "attention_mask (B, T) with attention_mask.bool()[:, None, None, :]"
+                f"tokens, got {tuple(mask.shape)}; make it with tl.padding_mask(tokens, pad_id), "
+                "or from Hugging Face's attention_mask (B, T) with attention_mask.bool()[:, None, "
+                "None, :]"
             )
         check_mask(mask, expected, device=tokens.device)  # the device
 
@@ -276,8 +275,7 @@ class DecoderOnlyLM(_EncoderStackLM):
         if config.type_vocab_size:
             raise ValueError(
                 f"type_vocab_size={config.type_vocab_size}: token-type embeddings belong to the "
-                f"masked model "
-                "(MaskedLM, BERT); a DecoderOnlyLM has none (type_vocab_size=0)"
+                "masked model (MaskedLM, BERT); a DecoderOnlyLM has none (type_vocab_size=0)"
             )
         super().__init__(config)
 

@@ -163,9 +163,8 @@ def check_config(
         )
     if c.positional == "rope" and head_width(c) % 2:
         raise ValueError(
-            f"positional='rope' rotates pairs of features: d_k = d_model // num_heads must be "
-            f"even, got "
-            f"d_k={head_width(c)} (d_model={c.d_model}, num_heads={c.num_heads})"
+            "positional='rope' rotates pairs of features: d_k = d_model // num_heads must be "
+            f"even, got d_k={head_width(c)} (d_model={c.d_model}, num_heads={c.num_heads})"
         )
     default_theta = next(f.default for f in dataclasses.fields(c) if f.name == "rope_theta")
     if c.positional != "rope" and c.rope_theta != default_theta:
@@ -178,9 +177,8 @@ def check_config(
         if c.num_heads % c.n_kv_heads:
             raise ValueError(
                 f"num_heads={c.num_heads} is not divisible by n_kv_heads={c.n_kv_heads}: each "
-                f"key/value head "
-                "serves a whole group of query heads (n_kv_heads=1: multi-query; None: one per "
-                "query head)"
+                "key/value head serves a whole group of query heads (n_kv_heads=1: multi-query; "
+                "None: one per query head)"
             )
 
 
@@ -285,8 +283,7 @@ class TransformerConfig(ModelOptions):
         if self.pad_id is None:
             raise ValueError(
                 "pad_id=None is for the language models: the encoder-decoder needs a padding token "
-                "id "
-                "(its decoders pad finished rows with it and never emit it)"
+                "id (its decoders pad finished rows with it and never emit it)"
             )
         if self.num_decoder_layers is not None:
             check_positive_ints(num_decoder_layers=self.num_decoder_layers)

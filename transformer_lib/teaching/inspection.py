@@ -105,9 +105,9 @@ def trace_shapes(model: nn.Module) -> AbstractContextManager[ShapeTrace]:
     ``model`` must be an ``nn.Module`` (a TypeError says so at the call, before the block runs)."""
     if not isinstance(model, nn.Module):
         raise TypeError(
-            f"trace_shapes needs an nn.Module (it hooks every submodule), got "
-            f"{type(model).__name__}; "
-            "to trace a function, wrap it in a module or trace the module it calls"
+            "trace_shapes needs an nn.Module (it hooks every submodule), got "
+            f"{type(model).__name__}; to trace a function, wrap it in a module or trace the module "
+            "it calls"
         )
     return _hooked(model)
 

@@ -69,9 +69,9 @@ class Vocab:
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1:
                 raise ValueError(
-                    f"Vocab.decode takes one sequence (T,), got a tensor of shape "
-                    f"{tuple(ids.shape)}; "
-                    "decode a batch row by row: [vocab.decode(row) for row in ids]"
+                    "Vocab.decode takes one sequence (T,), got a tensor of shape "
+                    f"{tuple(ids.shape)}; decode a batch row by row: [vocab.decode(row) for row in "
+                    "ids]"
                 )
             ids = ids.tolist()
         out = []
@@ -207,9 +207,8 @@ class CopyTask(Seq2SeqTask):
         if 2 * (num_test + num_valid) > num_strings:
             raise ValueError(
                 f"num_test + num_valid = {num_test + num_valid} is more than half of the "
-                f"{num_strings} possible "
-                f"strings of {min_len}-{max_len} letters from {self.alphabet!r}: too little would "
-                f"be left to train on"
+                f"{num_strings} possible strings of {min_len}-{max_len} letters from "
+                f"{self.alphabet!r}: too little would be left to train on"
             )
         self.vocab = Vocab(self.alphabet, pad_id=pad_id)
         rng = random.Random(f"{seed}/held-out")
@@ -316,8 +315,7 @@ class DateTask(Seq2SeqTask):
         if num_test + num_valid >= len(days):
             raise ValueError(
                 f"num_test + num_valid must be below the {len(days)} days of "
-                f"{first_year}-{last_year}, "
-                f"got num_test={num_test}, num_valid={num_valid}"
+                f"{first_year}-{last_year}, got num_test={num_test}, num_valid={num_valid}"
             )
         held_out = num_test + num_valid
         self.test_dates, self.valid_dates, self.train_dates = (
@@ -508,10 +506,9 @@ class PythonSourceCorpus:
             if len(self.text[name]) < min_chars * fractions[self.SPLITS.index(name)]:
                 raise ValueError(
                     f"{self.root} holds too little Python source: the {name} split has "
-                    f"{len(self.files[name])} "
-                    f"files and {len(self.text[name]):,} characters; {len(files)} .py files were "
-                    f"found, and the "
-                    f"corpus needs at least {min_chars:,} characters in all"
+                    f"{len(self.files[name])} files and {len(self.text[name]):,} characters; "
+                    f"{len(files)} .py files were found, and the corpus needs at least "
+                    f"{min_chars:,} characters in all"
                 )
         counts: dict[str, int] = {}
         for ch in self.text["train"]:

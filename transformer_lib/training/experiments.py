@@ -574,8 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sv = spread_vs_noise(summary)
             print(
                 f"spread {sv['spread']:.3f} ({sv['best']} .. {sv['worst']}) = {sv['ratio']:.1f} x "
-                f"seed std "
-                f"{sv['seed_std']:.3f}"
+                f"seed std {sv['seed_std']:.3f}"
             )
     return 0
 

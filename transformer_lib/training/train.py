@@ -59,8 +59,7 @@ def smoothed_targets(
     if eps > 0 and vocab_size < 3:
         raise ValueError(
             f"vocab_size={vocab_size} is too small to smooth: eps={eps} is spread over the tokens "
-            f"other than the "
-            "target and <pad>, so it needs vocab_size >= 3 (or eps=0)"
+            "other than the target and <pad>, so it needs vocab_size >= 3 (or eps=0)"
         )
     check_token_id("pad_id", pad_id, vocab_size)
     if target.dtype.is_floating_point or target.dtype == torch.bool or target.is_complex():
@@ -140,8 +139,8 @@ def warmup_linear_decay(step: int, warmup: int, total_steps: int) -> float:
 def adam_with_warmup(
     model: nn.Module, lr: float, warmup: int, total_steps: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """The paper's Adam settings with a peak learning rate ``lr`` and :func:`warmup_linear_decay`.
-    """
+    """The paper's Adam settings with a peak learning rate ``lr`` and
+    :func:`warmup_linear_decay`."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda i: warmup_linear_decay(i + 1, warmup, total_steps)
@@ -330,9 +329,8 @@ class Trainer:
             self._warned_divergence = True
             warnings.warn(
                 f"training is diverging: loss {loss:.4g} at step {self.step} is more than "
-                f"{DIVERGENCE_FACTOR:g} times "
-                f"the first step's {self.history.loss[0]:.4g}; lower the learning rate or lengthen "
-                f"the warm-up",
+                f"{DIVERGENCE_FACTOR:g} times the first step's {self.history.loss[0]:.4g}; lower "
+                "the learning rate or lengthen the warm-up",
                 DivergenceWarning,
                 stacklevel=3,
             )
@@ -370,8 +368,8 @@ class Trainer:
             losses = self.history.loss
             print(
                 f"trained steps {first_step + 1}-{self.step} in "
-                f"{time.perf_counter() - started:.1f} s: "
-                f"loss {losses[first_step]:.3f} -> {losses[-1]:.3f}"
+                f"{time.perf_counter() - started:.1f} s: loss {losses[first_step]:.3f} -> "
+                f"{losses[-1]:.3f}"
             )
         return self.history
 
@@ -426,8 +424,7 @@ def read_checkpoint(path: str | os.PathLike, device: torch.device | str = "cpu")
     except Exception as exc:  # torch raises several types for a damaged file
         raise CheckpointError(
             f"could not read checkpoint {os.fspath(path)!r}: it is truncated, corrupt or not a "
-            f"torch file "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            f"torch file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
     if not isinstance(state, dict) or not _CHECKPOINT_KEYS <= state.keys():
         found = sorted(state) if isinstance(state, dict) else type(state).__name__

@@ -37,8 +37,7 @@ TEMPERATURE_SOFTMAX = Entry(
         ),
         Mistake(
             "softmax ran over dim=1: for logits (B, V) that is the vocabulary, but for (B, T, V) "
-            "it "
-            "is the positions. Hint: `.softmax(dim=-1)`, always the last axis, the vocabulary.",
+            "it is the positions. Hint: `.softmax(dim=-1)`, always the last axis, the vocabulary.",
             lambda logits, t: (logits / t).softmax(1),
         ),
     ],

@@ -130,8 +130,8 @@ def check_causal_decoder(model) -> CheckResult:
         return CheckResult(
             "check_causal_decoder",
             False,
-            "❌ check_causal_decoder: pass a model, "
-            "not its class: `check_causal_decoder(MyModel(config))`.",
+            "❌ check_causal_decoder: pass a model, not its class: "
+            "`check_causal_decoder(MyModel(config))`.",
         )
 
     # run by the engine inside its guard: a broken model cannot make the check raise

@@ -73,9 +73,9 @@ def judge_own_row(
         isinstance(prediction, (int, float)) and math.isfinite(prediction) and prediction >= 1.0
     ):
         raise ValueError(
-            f"the prediction should be 'lower', 'same' or 'higher' (than the base row's dev "
-            f"perplexity), or a "
-            f"perplexity (a number >= 1: a model can do no better than 1), got {prediction!r}"
+            "the prediction should be 'lower', 'same' or 'higher' (than the base row's dev "
+            "perplexity), or a perplexity (a number >= 1: a model can do no better than 1), got "
+            f"{prediction!r}"
         )
     # The row's own default d_k is d_model // h of its own width and heads ({"num_heads": 1, "d_k":
     # 16} is new).
@@ -117,9 +117,8 @@ def judge_own_row(
     if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
         raise ValueError(
             f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base "
-            f"{base_size:,} and "
-            f"N={base_config.num_layers}: keep it within 4x of the base so it trains in about a "
-            f"minute"
+            f"{base_size:,} and N={base_config.num_layers}: keep it within 4x of the base so it "
+            "trains in about a minute"
         )
     result = ex.run_one(grid, row, 0, task)
     mean, std = base[0]["mean"], base[0]["std"]
@@ -133,11 +132,9 @@ def judge_own_row(
         )
     return (
         f"row {row.name!r} ({size:,} parameters) reached dev perplexity {result['dev_ppl']:.3f} "
-        f"(seed 0, "
-        f"{grid.steps} steps); the base row has {mean:.3f} ± {std:.3f} over {base[0]['seeds']} "
-        f"seeds, so yours is "
-        f"{outcome!r} ({verdict}). One seed: run seeds 1 and 2 (run_one) before you trust a small "
-        f"difference."
+        f"(seed 0, {grid.steps} steps); the base row has {mean:.3f} ± {std:.3f} over "
+        f"{base[0]['seeds']} seeds, so yours is {outcome!r} ({verdict}). One seed: run seeds 1 and "
+        "2 (run_one) before you trust a small difference."
     )
 
 

@@ -152,9 +152,8 @@ class BigramLM(nn.Module):
             raise ValueError(f"tokens must be a (B, T) tensor of ids, got {tuple(tokens.shape)}")
         if tokens.size(1) > self.config.max_len:
             raise ValueError(
-                f"positions 0..{tokens.size(1) - 1} exceed "
-                f"max_len={self.config.max_len}; use a shorter input or a config with "
-                "a larger max_len"
+                f"positions 0..{tokens.size(1) - 1} exceed max_len={self.config.max_len}; use a "
+                "shorter input or a config with a larger max_len"
             )
         return self.table[tokens]  # (B, T, V)
 
@@ -256,9 +255,8 @@ def _generate_run(code, case: Case):
             code,
             call,
             "your generate",
-            "Taking the most likely token is greedy "
-            "decoding, not sampling. Hint: draw each new token, "
-            "`torch.multinomial(probs, 1, generator=generator)`.",
+            "Taking the most likely token is greedy decoding, not sampling. Hint: draw each new "
+            "token, `torch.multinomial(probs, 1, generator=generator)`.",
             lambda result: (
                 isinstance(result, torch.Tensor)
                 and tuple(result.shape) == (prompt.size(0), prompt.size(1) + new)
@@ -348,10 +346,9 @@ def _mask_tokens_run(code, case: Case):
         code,
         call,
         "your masking",
-        "A fixed pattern (every k-th position, a "
-        "counter for the 80/10/10 split) gives the right shares, but the model "
-        "would see the same holes in the same text every epoch. Hint: draw the "
-        "picks and the split from `generator`, `torch.rand(tokens.shape, "
+        "A fixed pattern (every k-th position, a counter for the 80/10/10 split) gives the right "
+        "shares, but the model would see the same holes in the same text every epoch. Hint: draw "
+        "the picks and the split from `generator`, `torch.rand(tokens.shape, "
         "generator=generator)`.",
         lambda result: (
             _pair_of_tensors(result) and all(t.shape == case.args[0].shape for t in result)

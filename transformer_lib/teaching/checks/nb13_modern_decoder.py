@@ -516,8 +516,8 @@ def _budget_cases() -> list[Case]:
         ),
         Case(
             (wide, exact, torch.float32),
-            "for h=12, 2 layers, d_model=192, a budget of "
-            f"{exact} bytes (exactly 6 heads' cache), float32",
+            f"for h=12, 2 layers, d_model=192, a budget of {exact} bytes (exactly 6 heads' cache), "
+            "float32",
         ),
     ]
 

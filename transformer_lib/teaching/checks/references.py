@@ -194,9 +194,9 @@ def layer_norm(student: nn.Module, d_model: int) -> LayerNorm:
     found = sum(p.numel() for p in student.parameters())
     if found != 2 * d_model:
         raise Failure(
-            f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a "
-            f"shift per feature); it registers {found}. Hint: "
-            "`nn.Parameter(torch.ones(d_model))` and `torch.zeros`."
+            f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per "
+            f"feature); it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and "
+            "`torch.zeros`."
         )
     named = dict(student.named_parameters())
     if not {"weight", "bias"} <= set(named) or any(
@@ -204,11 +204,10 @@ def layer_norm(student: nn.Module, d_model: int) -> LayerNorm:
     ):
         shapes = ", ".join(f"`{name}` {tuple(p.shape)}" for name, p in named.items())
         raise Failure(
-            "this check reads the gain and the shift by nn.LayerNorm's names, `weight` "
-            f"and `bias`, each of shape ({d_model},), as the exercise asks (exercise 3 "
-            f"reads them too); found {shapes}. Hint: `self.weight = "
-            "nn.Parameter(torch.ones(d_model))`, `self.bias = "
-            "nn.Parameter(torch.zeros(d_model))`."
+            "this check reads the gain and the shift by nn.LayerNorm's names, `weight` and "
+            f"`bias`, each of shape ({d_model},), as the exercise asks (exercise 3 reads them "
+            f"too); found {shapes}. Hint: `self.weight = nn.Parameter(torch.ones(d_model))`, "
+            "`self.bias = nn.Parameter(torch.zeros(d_model))`."
         )
     if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):
         raise Failure(
