@@ -16,7 +16,7 @@ them as they are: ``trainer.fit(batches, num_steps)``.
 import random
 from collections.abc import Iterator, Sequence
 
-from ._arguments import is_int
+from ._arguments import check_non_negative_ints, check_positive_ints
 from .data import Batch, make_batch
 
 __all__ = ["LengthBatches"]
@@ -41,8 +41,7 @@ class LengthBatches:
     """
 
     def __init__(self, pairs: Sequence[tuple[str, str]], vocab, max_tokens: int, seed: int = 0):
-        if not is_int(max_tokens) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+        check_positive_ints(max_tokens=max_tokens)
         if not pairs:
             raise ValueError("LengthBatches needs at least one (source, target) pair")
         for pair in pairs:
@@ -65,8 +64,7 @@ class LengthBatches:
 
     def plan(self, epoch: int) -> list[list[int]]:
         """Epoch ``epoch``'s batches as lists of pair indices, in the order training reads them."""
-        if not is_int(epoch) or epoch < 0:
-            raise ValueError(f"epoch must be a whole number >= 0, got {epoch!r}")
+        check_non_negative_ints(epoch=epoch)
         if epoch in self._plans:
             return self._plans[epoch]
         rng = random.Random(f"{self.seed}/epoch/{epoch}")
@@ -101,8 +99,7 @@ class LengthBatches:
 
     def locate(self, step: int) -> tuple[int, int]:
         """``(epoch, index of the batch within it)`` of training step ``step`` (steps count from 0)."""
-        if not is_int(step) or step < 0:
-            raise ValueError(f"step must be a whole number >= 0, got {step!r}")
+        check_non_negative_ints(step=step)
         while self._epoch_starts[-1] <= step:  # plan epochs until one ends after this step
             self._epoch_starts.append(self._epoch_starts[-1] + self.num_batches(len(self._epoch_starts) - 1))
         epoch = max(e for e, start in enumerate(self._epoch_starts) if start <= step)

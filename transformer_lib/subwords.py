@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from ._arguments import is_int
+from ._arguments import check_non_negative_ints, check_positive_ints, check_token_id
 from .data import BOS, EOS, PAD, UNK
 
 __all__ = ["Merge", "learn_bpe", "segment", "SubwordVocab", "SPECIAL_TOKENS", "MIN_VOCAB_SIZE"]
@@ -75,16 +75,14 @@ def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list
     Words are taken as given: to learn where words start (as :class:`SubwordVocab` does, whose pieces carry
     their leading space), write the marker into the words, e.g. ``"▁low"``.
     """
-    if not is_int(num_merges) or num_merges < 0:
-        raise ValueError(f"num_merges must be a whole number >= 0, got {num_merges!r}")
+    check_non_negative_ints(num_merges=num_merges)
     if isinstance(words, str):
         raise TypeError("learn_bpe takes a list of words or a {word: count} dict, got one str; split it: text.split()")
     counts = dict(words) if isinstance(words, Mapping) else Counter(words)
     for word, count in counts.items():
         if not isinstance(word, str) or not word:
             raise ValueError(f"every word must be a non-empty str, got {word!r}")
-        if not is_int(count) or count < 1:
-            raise ValueError(f"every count must be a whole number >= 1, got {count!r} for {word!r}")
+        check_positive_ints(**{f"the count of {word!r}": count})
     age = {ch: rank for rank, ch in enumerate(sorted({ch for word in counts for ch in word}))}  # older = smaller
     spelled = {tuple(word): count for word, count in counts.items()}  # each word as its current symbols
     merges: list[Merge] = []
@@ -206,13 +204,12 @@ class SubwordVocab:
         ``vocab_size`` on a small corpus. The result is the same on every run and machine.
         """
         tk = _tokenizers()
-        if not is_int(vocab_size) or vocab_size < MIN_VOCAB_SIZE:
+        check_positive_ints(vocab_size=vocab_size, min_frequency=min_frequency)
+        if vocab_size < MIN_VOCAB_SIZE:  # the wording of _arguments' minimum rule, with its reason
             raise ValueError(
-                f"vocab_size must be a whole number >= {MIN_VOCAB_SIZE} (4 special tokens, 256 bytes and at least "
-                f"one merge), got {vocab_size!r}"
+                f"vocab_size must be >= {MIN_VOCAB_SIZE} (4 special tokens, 256 bytes and at least one merge), "
+                f"got vocab_size={vocab_size}"
             )
-        if not is_int(min_frequency) or min_frequency < 1:
-            raise ValueError(f"min_frequency must be a whole number >= 1, got {min_frequency!r}")
         if isinstance(texts, str):
             raise TypeError("SubwordVocab.train takes a list of sentences, got one str; wrap it: [text]")
         texts = list(texts)
@@ -296,10 +293,7 @@ class SubwordVocab:
             ids = ids.tolist()
         kept = []
         for i in ids:
-            if not is_int(i):
-                raise TypeError(f"SubwordVocab.decode takes a sequence of int ids, got an element {i!r}")
-            if not 0 <= i < len(self):
-                raise ValueError(f"id {i} is not in this vocabulary: expected 0 <= id < {len(self)}")
+            check_token_id("id", i, len(self))
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
@@ -311,8 +305,7 @@ class SubwordVocab:
     def token_text(self, token_id: int) -> str:
         """The text one token stands for, e.g. ``" beaucoup"`` (a leading space is part of a piece). A piece
         that holds only part of a character's UTF-8 bytes shows them as ``<0xE4>``; specials are their names."""
-        if not is_int(token_id) or not 0 <= token_id < len(self):
-            raise ValueError(f"token_id must be a whole number in [0, {len(self)}), got {token_id!r}")
+        check_token_id("token_id", token_id, len(self))
         token = self.tokenizer.id_to_token(int(token_id))
         if token_id < len(SPECIAL_TOKENS):
             return token

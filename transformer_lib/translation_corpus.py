@@ -26,7 +26,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from ._arguments import is_int
+from ._arguments import check_choice, check_non_negative_ints, check_positive_ints
 
 __all__ = [
     "ATTRIBUTION",
@@ -115,9 +115,7 @@ def split_pairs(
     pairs, then to ``test`` until it holds at least ``num_test``; the rest is training. A split may exceed
     its size by less than one group. Within a split, pairs keep their input order.
     """
-    for name, value in (("num_valid", num_valid), ("num_test", num_test)):
-        if not is_int(value) or value < 0:
-            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    check_non_negative_ints(num_valid=num_valid, num_test=num_test)
     for pair in pairs:
         if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
             raise TypeError(f"split_pairs takes (english, french) pairs of str, got an element {pair!r}")
@@ -205,10 +203,8 @@ class TatoebaCorpus:
         seed: int = 0,
         path: str | os.PathLike | None = None,
     ):
-        if not is_int(max_words) or max_words < 1:
-            raise ValueError(f"max_words must be a whole number >= 1, got {max_words!r}")
-        if direction not in self.DIRECTIONS:
-            raise ValueError(f"direction must be one of {self.DIRECTIONS}, got {direction!r}")
+        check_positive_ints(max_words=max_words)
+        check_choice("direction", direction, self.DIRECTIONS)
         self.max_words, self.direction, self.seed = max_words, direction, seed
         splits = (
             _shipped_splits(num_valid, num_test, seed)

@@ -49,7 +49,9 @@ from .inspection import ATTENTION_KINDS, capture_attention
 from .layers import sinusoidal_encoding
 from .masks import causal_mask
 from .model import Transformer
+from .subwords import SubwordVocab
 from .train import noam_lr
+from .translation_corpus import normalise_text
 
 __all__ = [
     "SNAPSHOT_KEY",
@@ -567,9 +569,12 @@ class ScheduleExplorer(FigureWidget):
         return sorted({*self.SITE[name], self.controls[name].value})
 
 
-def _token_labels(vocab: Vocab, ids: torch.Tensor) -> list[str]:
-    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for a space."""
-    return [{"<bos>": "^", "<eos>": "$", " ": "·"}.get(vocab.itos[i], vocab.itos[i]) for i in ids.tolist()]
+def _token_labels(vocab: Vocab | SubwordVocab, ids: torch.Tensor) -> list[str]:
+    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for each space. A character
+    token ``" "`` reads ``·``; a subword piece carries its word's leading space, so ``" chat"`` reads ``·chat``
+    (never byte-level BPE's raw ``Ġchat``: :attr:`SubwordVocab.itos` holds each piece's text)."""
+    specials = {"<bos>": "^", "<eos>": "$"}
+    return [specials.get(vocab.itos[i], vocab.itos[i].replace(" ", "·")) for i in ids.tolist()]
 
 
 def _decoder_row_labels(reads: Sequence[str], writes: Sequence[str]) -> list[str]:
@@ -577,17 +582,31 @@ def _decoder_row_labels(reads: Sequence[str], writes: Sequence[str]) -> list[str
     return [f"{r}→{writes[i]}" if i < len(writes) else r for i, r in enumerate(reads)]
 
 
-def _check_source(vocab: Vocab, text: str, max_len: int) -> None:
-    """A readable ValueError for a source the model cannot translate."""
+def _check_source(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> None:
+    """A readable ValueError for a source the model cannot translate: an empty one, one with a character a
+    character :class:`Vocab` lacks, or one longer than the model's ``max_len`` positions (in tokens). A
+    :class:`SubwordVocab` knows every character (byte-level BPE spells an unseen one with byte tokens)."""
     if not text.strip():
-        raise ValueError("the source is empty: type some text, e.g. a date such as '3 march 1987'")
-    unknown = sorted({ch for ch in text if ch not in vocab.stoi})
-    if unknown:
-        known = "".join(ch for ch in vocab.itos if len(ch) == 1)
-        raise ValueError(f"the model knows no {', '.join(map(repr, unknown))}; it reads only these characters: "
-                         f"{known!r}")
-    if len(text) > max_len:
-        raise ValueError(f"the source has {len(text)} characters; this model reads at most {max_len}")
+        example = "a sentence" if isinstance(vocab, SubwordVocab) else "a date such as '3 march 1987'"
+        raise ValueError(f"the source is empty: type some text, e.g. {example}")
+    if isinstance(vocab, Vocab):
+        unknown = sorted({ch for ch in text if ch not in vocab.stoi})
+        if unknown:
+            known = "".join(ch for ch in vocab.itos if len(ch) == 1)
+            raise ValueError(f"the model knows no {', '.join(map(repr, unknown))}; it reads only these "
+                             f"characters: {known!r}")
+    length = len(vocab.encode(text))
+    if length > max_len:
+        unit = "characters" if isinstance(vocab, Vocab) else "tokens"
+        raise ValueError(f"the source has {length} {unit}; this model reads at most {max_len}")
+
+
+def _source_batch(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> torch.Tensor:
+    """``(1, S)`` token ids of the source ``text`` after :func:`_check_source`; for a :class:`SubwordVocab` the
+    text is first normalised as :func:`~transformer_lib.translation.translate` and the training text were."""
+    source = normalise_text(text) if isinstance(vocab, SubwordVocab) else text
+    _check_source(vocab, source, max_len)
+    return make_batch([(source, "")], vocab).src  # (1, S)
 
 
 class AttentionExplorer(FigureWidget):
@@ -604,7 +623,9 @@ class AttentionExplorer(FigureWidget):
     model: Transformer | None = None  # None in a widget restored from a snapshot: it cannot read a new text
     _rejected: tuple[str | None, str] = (None, "")  # the last source that could not be drawn, and why
 
-    def __init__(self, model: Transformer, vocab: Vocab, text: str, kind: str = "cross", max_len: int = 32):
+    def __init__(
+        self, model: Transformer, vocab: Vocab | SubwordVocab, text: str, kind: str = "cross", max_len: int = 32
+    ):
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {list(self.KINDS)}, got {kind!r}")
         self.model, self.vocab, self.max_len = model, vocab, max_len
@@ -628,8 +649,7 @@ class AttentionExplorer(FigureWidget):
         if self.model is None:
             raise ValueError("this copy of the explorer has no model to read a new source: run it in JupyterLab")
         model, vocab = self.model, self.vocab
-        _check_source(vocab, text, model.config.max_len)
-        src = make_batch([(text, "")], vocab).src  # (1, S)
+        src = _source_batch(vocab, text, model.config.max_len)  # (1, S)
         out = greedy_decode(model, src, self.max_len, vocab.bos_id, vocab.eos_id)[0]  # (<= max_len,)
         out = out[out != vocab.pad_id]
         tgt = torch.cat([torch.tensor([vocab.bos_id]), out[out != vocab.eos_id]])[None]  # (1, T)
@@ -693,9 +713,8 @@ class DecodingExplorer(FigureWidget):
 
     DATA = ("rows", "tokens", "row_labels", "source")
 
-    def __init__(self, model: Transformer, vocab: Vocab, text: str, max_len: int = 32):
-        _check_source(vocab, text, model.config.max_len)
-        src = make_batch([(text, "")], vocab).src  # (1, S)
+    def __init__(self, model: Transformer, vocab: Vocab | SubwordVocab, text: str, max_len: int = 32):
+        src = _source_batch(vocab, text, model.config.max_len)  # (1, S)
         with capture_attention(model) as attention:
             out = greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id)[0]  # cached: one call per step
         layer = attention.of_kind("cross")[-1][0]
