@@ -392,3 +392,28 @@ def test_rotary_pair_score_depends_only_on_the_offset():
     with pytest.raises(ValueError, match="even width"):
         widgets.RotaryPairExplorer(torch.ones(7))
     matplotlib.pyplot.close("all")
+
+
+def test_attention_explorer_reads_a_subword_vocab_with_readable_labels():
+    """Notebook 12: the explorer on the shipped English-French model and its byte-level BPE vocabulary. Labels
+    are the pieces' text with · for a leading space (never BPE's raw Ġ); bad sources get a message in the cell;
+    a snapshot restores the same widget, and its frames are what it draws."""
+    from transformer_lib import translation
+
+    model, vocab = translation.load_translator(translation.shipped_model_dir())
+    explorer = widgets.AttentionExplorer(model, vocab, "Tom doesn’t like cats.", max_len=40)  # a curly apostrophe
+    source = explorer._labels["source"]
+    assert "".join(source).replace("·", " ") == "Tom doesn't like cats."  # normalised as translate() reads it
+    assert "·like" in source and not any("Ġ" in label for label in source + explorer._labels["decoder"])
+    assert explorer.translation == translation.translate(model, vocab, ["Tom doesn’t like cats."])[0]
+    assert explorer.controls["head"].max == model.config.num_heads - 1
+    explorer.controls["text"].value = "   "
+    assert explorer.error.startswith("the source is empty") and "a sentence" in explorer.error
+    explorer.controls["text"].value = "word " * 300
+    assert "tokens; this model reads at most 256" in explorer.error
+    explorer.controls["text"].value = "東京 and 🍕."  # unseen characters: spelled with byte tokens, drawn
+    assert explorer.error is None and any(label.startswith("<0x") for label in explorer._labels["source"])
+    restored = widgets.FigureWidget.restore(json.loads(json.dumps(explorer.snapshot())))
+    assert restored.values() == explorer.values() and restored.png == explorer.png
+    for values, png in restored.frames():
+        assert png and values["text"] == "東京 and 🍕."
