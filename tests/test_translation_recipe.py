@@ -157,6 +157,21 @@ def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
     assert bleu == pytest.approx(metrics[f"greedy_bleu_first_{subset}"], abs=0.01)
 
 
+def test_shipped_models_whole_test_split_scores_are_its_metrics():
+    """Notebook 12 decodes all 1,000 test pairs and prints metrics.json's figures: they must be what the model
+    scores (greedy, beam 4 with length penalty 0.6, and the copy baseline), to the printed 2 decimals."""
+    folder = translation.shipped_model_dir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    model, vocab = translation.load_translator(folder)
+    test = TatoebaCorpus().test_pairs
+    assert len(test) == metrics["test_pairs"]
+    for name, width in (("greedy", None), ("beam4", 4)):
+        scores = translation.score_split(model, vocab, test, beam_width=width, length_penalty=0.6)
+        assert round(scores["bleu"], 2) == metrics[name]["bleu"] and round(scores["chrf"], 2) == metrics[name]["chrf"]
+    sources, references = [s for s, _ in test], [t for _, t in test]
+    assert round(translation.corpus_bleu(sources, references), 2) == metrics["copy_source"]["bleu"]
+
+
 def test_bench_measures_training_tokens_per_second_of_both_cpu_recipes():
     from transformer_lib import bench
 
