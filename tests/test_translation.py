@@ -313,6 +313,18 @@ def test_every_pair_once_per_epoch_and_no_batch_over_budget(batches):
     assert batches.padding_fraction(0) < 0.05  # similar lengths together: little padding
 
 
+def test_unsorted_batches_keep_the_budget_and_pad_far_more(batches, corpus, vocab):
+    """by_length=False, notebook 12's baseline: the same pairs and budget, batches filled in shuffled order."""
+    unsorted = LengthBatches(corpus.train_pairs[::8], vocab, max_tokens=1500, seed=0, by_length=False)
+    seen = Counter(i for indices in unsorted.plan(0) for i in indices)
+    assert sorted(seen) == list(range(len(unsorted))) and set(seen.values()) == {1}
+    assert all(batch.src.numel() + batch.tgt_in.numel() <= 1500 for batch in unsorted.epoch(0))
+    assert unsorted.padding_fraction(0) > 5 * batches.padding_fraction(0)
+    assert "not sorted by length" in repr(unsorted)
+    with pytest.raises(TypeError, match="by_length must be True or False, got 'no'"):
+        LengthBatches(corpus.train_pairs[:5], vocab, max_tokens=1500, by_length="no")
+
+
 def test_epochs_are_shuffled_with_the_seed(batches, corpus, vocab):
     assert batches.plan(0) != batches.plan(1)
     first_lengths = [len(indices) for indices in batches.plan(0)[:20]]

@@ -35,19 +35,27 @@ class LengthBatches:
     filled greedily along that order; then the batches are shuffled, so training does not see short sentences
     first and long ones last. The plan is the same on every machine.
 
+    ``by_length=False`` skips the sort: batches are filled along the shuffled order, within the same budget.
+    That is the baseline that shows what sorting saves (compare :meth:`padding_fraction`), not a way to train.
+
     ``batches(step)`` (or calling the object) is the batch of training step ``step``, counting across epochs,
     the form that :meth:`Trainer.fit <transformer_lib.train.Trainer.fit>` takes: a resumed run sees the same
     batches as an uninterrupted one. ``epoch(e)`` iterates over one epoch's batches.
     """
 
-    def __init__(self, pairs: Sequence[tuple[str, str]], vocab, max_tokens: int, seed: int = 0):
+    def __init__(
+        self, pairs: Sequence[tuple[str, str]], vocab, max_tokens: int, seed: int = 0, by_length: bool = True
+    ):
         check_positive_ints(max_tokens=max_tokens)
+        if not isinstance(by_length, bool):
+            raise TypeError(f"by_length must be True or False, got {by_length!r}")
         if not pairs:
             raise ValueError("LengthBatches needs at least one (source, target) pair")
         for pair in pairs:
             if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
                 raise TypeError(f"LengthBatches takes (source text, target text) pairs, got an element {pair!r}")
         self.pairs, self.vocab, self.max_tokens, self.seed = list(pairs), vocab, max_tokens, seed
+        self.by_length = by_length
         encode_all = getattr(vocab, "encode_batch", None) or (lambda texts: [vocab.encode(t) for t in texts])
         self.src_lengths = [len(ids) for ids in encode_all([s for s, _ in self.pairs])]  # S of each pair alone
         self.tgt_lengths = [len(ids) + 1 for ids in encode_all([t for _, t in self.pairs])]  # T: + <bos> or <eos>
@@ -70,7 +78,8 @@ class LengthBatches:
         rng = random.Random(f"{self.seed}/epoch/{epoch}")
         order = list(range(len(self.pairs)))
         rng.shuffle(order)
-        order.sort(key=lambda i: (self.src_lengths[i], self.tgt_lengths[i]))  # stable: ties keep the shuffle
+        if self.by_length:
+            order.sort(key=lambda i: (self.src_lengths[i], self.tgt_lengths[i]))  # stable: ties keep the shuffle
         plan, batch, longest_src, longest_tgt = [], [], 0, 0
         for i in order:
             src, tgt = max(longest_src, self.src_lengths[i]), max(longest_tgt, self.tgt_lengths[i])
@@ -128,6 +137,7 @@ class LengthBatches:
 
     def __repr__(self) -> str:
         return (
-            f"LengthBatches({len(self.pairs):,} pairs, max_tokens={self.max_tokens:,}: epoch 0 has "
+            f"LengthBatches({len(self.pairs):,} pairs, max_tokens={self.max_tokens:,}"
+            f"{'' if self.by_length else ', not sorted by length'}: epoch 0 has "
             f"{self.num_batches(0):,} batches, {self.padding_fraction(0):.1%} padding)"
         )
