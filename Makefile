@@ -74,7 +74,7 @@ test-browser: setup site
 	$(TESTENV) $(PY) -m pytest -v -rs -n 2 --dist load --run-browser tests/browser
 
 # Every widget moves on the site: each one draws its frames from the snapshot its notebook output carries
-# (transformer_lib/widgets.py), SITE_JOBS processes side by side. latex2mathml turns display math into MathML.
+# (transformer_lib/teaching/widgets.py), SITE_JOBS processes side by side. latex2mathml turns display math into MathML.
 SITE_JOBS ?= 2
 
 site: setup  ## the executed notebooks as a static website in build/site/ (index.html, no kernel needed); prints its size
@@ -93,15 +93,20 @@ solutions: setup  ## the teacher's edition: build/solutions/NN_name.ipynb, stubs
 images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
-lint: setup
-	$(VENV)/bin/ruff check transformer_lib tests notebooks images tools solutions
+# ruff at line length 100 (pyproject.toml): the rules over all of it, the formatter over the Python files (the
+# notebooks keep their hand layout).
+LINTED := transformer_lib tests images tools solutions results conftest.py
+
+lint: setup  ## ruff: lint rules over the library, tests, notebooks and scripts; formatting of the Python files
+	$(VENV)/bin/ruff check $(LINTED) notebooks
+	$(VENV)/bin/ruff format --check --quiet $(LINTED)
 
 bench: setup
 	$(PY) -m transformer_lib.bench
 
 .PHONY: experiments
 experiments: setup  ## notebook 10's Table 3 grid; resumable: runs already in results/table3.csv are skipped
-	$(PY) -m transformer_lib.experiments
+	$(PY) -m transformer_lib.training.experiments
 
 # Notebook 12's shipped model: the CPU recipe for 15 training minutes (resumable: a second run continues from
 # checkpoints/translation), copied in float16 to the package, then scored once on the test split (metrics.json).
@@ -109,8 +114,8 @@ experiments: setup  ## notebook 10's Table 3 grid; resumable: runs already in re
 TRANSLATION_MODEL := transformer_lib/data_files/translation_model
 .PHONY: translation-model
 translation-model: setup  ## notebook 12's trained English-French model and its test BLEU (about 20 min on 2 cores)
-	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.translation train --folder checkpoints/translation --ship $(TRANSLATION_MODEL)
-	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.translation evaluate --folder $(TRANSLATION_MODEL)
+	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation train --folder checkpoints/translation --ship $(TRANSLATION_MODEL)
+	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation evaluate --folder $(TRANSLATION_MODEL)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

@@ -1,8 +1,8 @@
 """pytest set-up shared by the unit tests, nbval and the browser test.
 
-nbval starts one Jupyter kernel per notebook. Kernels started side by side (``pytest -n 2``) pick TCP ports
-independently and can collide ("Address already in use"); giving each kernel IPC transport on a unique socket
-path removes that race.
+nbval starts one Jupyter kernel per notebook. Kernels started side by side (``pytest -n 2``) pick
+TCP ports independently and can collide ("Address already in use"); giving each kernel IPC transport
+on a unique socket path removes that race.
 """
 
 import os
@@ -21,25 +21,35 @@ except ImportError:  # nbval is a test dependency; the unit tests run without it
 if nbval is not None:
 
     class _IPCKernelManager(KernelManager):
-        """A KernelManager whose sockets are files in a private temporary folder, never TCP ports."""
+        """A KernelManager whose sockets are files in a private temporary folder, never TCP ports.
+        """
 
         def __init__(self, *args, **kwargs):
             socket_dir = tempfile.mkdtemp(prefix="nbk-")
-            super().__init__(*args, transport="ipc", ip=os.path.join(socket_dir, uuid.uuid4().hex[:8]), **kwargs)
+            super().__init__(
+                *args, transport="ipc", ip=os.path.join(socket_dir, uuid.uuid4().hex[:8]), **kwargs
+            )
 
     nbval.kernel.KernelManager = _IPCKernelManager
 
 
 def pytest_addoption(parser):
-    parser.addoption("--run-browser", action="store_true", help="run the JupyterLab browser test (make test-browser)")
+    parser.addoption(
+        "--run-browser",
+        action="store_true",
+        help="run the JupyterLab browser test (make test-browser)",
+    )
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: drives JupyterLab in Chromium; runs only with --run-browser")
+    config.addinivalue_line(
+        "markers", "browser: drives JupyterLab in Chromium; runs only with --run-browser"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
-    """Browser tests start JupyterLab and Chromium: they run only when asked for (``make test-browser``)."""
+    """Browser tests start JupyterLab and Chromium: they run only when asked for
+    (``make test-browser``)."""
     if config.getoption("--run-browser"):
         return
     skip = pytest.mark.skip(reason="browser test: run it with `make test-browser`")

@@ -1,14 +1,18 @@
-"""Draw the course's diagrams with matplotlib: ``python images/make_diagrams.py [OUT_DIR]`` (``make images``).
+"""Draw the course's diagrams with matplotlib: ``python images/make_diagrams.py [OUT_DIR]`` (``make
+images``).
 
-Every picture in ``images/`` comes from this file, so a teacher can change a label or a colour and redraw them
-all. The diagrams use the notation card of the course (B, T, d_model, h, d_k, d_v, d_ff, N) and the same colour
-for the same kind of block everywhere:
+Every picture in ``images/`` comes from this file, so a teacher can change a label or a colour and
+redraw them all. The diagrams use the notation card of the course (B, T, d_model, h, d_k, d_v, d_ff,
+N) and the same colour for the same kind of block everywhere:
 
-- ``scaled_dot_product_attention.png``: softmax(Q K^T / sqrt(d_k) + mask) V with the shape of every tensor
+- ``scaled_dot_product_attention.png``: softmax(Q K^T / sqrt(d_k) + mask) V with the shape of every
+  tensor
 - ``multi_head_attention.png``: project, split into h heads, attend, combine, project
-- ``encoder_layer.png`` and ``decoder_layer.png``: the sublayers with residual connections and post-LN
+- ``encoder_layer.png`` and ``decoder_layer.png``: the sublayers with residual connections and
+  post-LN
 - ``architecture.png``: the whole encoder-decoder model of the paper
-- ``split_combine.png``: how ``split_heads`` moves the features of ``(T, d_model)`` into ``(h, T, d_k)``
+- ``split_combine.png``: how ``split_heads`` moves the features of ``(T, d_model)`` into
+  ``(h, T, d_k)``
 """
 
 import sys
@@ -38,7 +42,16 @@ DIAGRAM_NAMES = (
     "architecture.png",
     "split_combine.png",
 )
-HEAD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+HEAD_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+)
 
 
 def new_canvas(width: float, height: float, title: str):
@@ -57,14 +70,23 @@ def new_canvas(width: float, height: float, title: str):
 
 
 def box(ax, cx, cy, text, kind, width=2.2, height=0.5, stacked=0, dashed=False, fontsize=10):
-    """A rounded box centred at (cx, cy); ``stacked`` draws that many copies behind it (one per head)."""
+    """A rounded box centred at (cx, cy); ``stacked`` draws that many copies behind it (one per
+    head)."""
     for i in range(stacked, -1, -1):
         offset = 0.08 * i
-        ax.add_patch(FancyBboxPatch(
-            (cx - width / 2 + offset, cy - height / 2 + offset), width, height,
-            boxstyle="round,pad=0.02,rounding_size=0.08", facecolor=COLORS[kind], edgecolor=EDGE,
-            linewidth=1.2, linestyle="--" if dashed else "-", zorder=2 + stacked - i,
-        ))
+        ax.add_patch(
+            FancyBboxPatch(
+                (cx - width / 2 + offset, cy - height / 2 + offset),
+                width,
+                height,
+                boxstyle="round,pad=0.02,rounding_size=0.08",
+                facecolor=COLORS[kind],
+                edgecolor=EDGE,
+                linewidth=1.2,
+                linestyle="--" if dashed else "-",
+                zorder=2 + stacked - i,
+            )
+        )
     ax.text(cx, cy, text, ha="center", va="center", fontsize=fontsize, zorder=10)
     return cx, cy, width, height
 
@@ -86,21 +108,45 @@ def right(b):
 
 
 def arrow(ax, start, end, connection="arc3", color=EDGE):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=color, linewidth=1.2,
-                                 connectionstyle=connection, shrinkA=0, shrinkB=0, zorder=1))
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=12,
+            color=color,
+            linewidth=1.2,
+            connectionstyle=connection,
+            shrinkA=0,
+            shrinkB=0,
+            zorder=1,
+        )
+    )
 
 
 def polyline_arrow(ax, points, color=EDGE):
-    """Straight segments through ``points`` with an arrow head at the end (for residual connections)."""
+    """Straight segments through ``points`` with an arrow head at the end (for residual
+    connections)."""
     xs, ys = zip(*points[:-1], strict=True)
     ax.plot(xs, ys, color=color, linewidth=1.2, zorder=1)
     arrow(ax, points[-2], points[-1], color=color)
 
 
 def shape_note(ax, x, y, text, ha="left"):
-    """A tensor shape in monospace; its white background keeps it readable where an arrow passes behind."""
-    ax.text(x, y, text, ha=ha, va="center", fontsize=8.5, color=SHAPE_COLOR, family="monospace", zorder=11,
-            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
+    """A tensor shape in monospace; its white background keeps it readable where an arrow passes
+    behind."""
+    ax.text(
+        x,
+        y,
+        text,
+        ha=ha,
+        va="center",
+        fontsize=8.5,
+        color=SHAPE_COLOR,
+        family="monospace",
+        zorder=11,
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+    )
 
 
 def label(ax, x, y, text, fontsize=10, **kwargs):
@@ -108,7 +154,8 @@ def label(ax, x, y, text, fontsize=10, **kwargs):
 
 
 def residual_sublayer(ax, cx, y_in, text, kind, inputs_from_side=None, stacked=0):
-    """Draw ``LayerNorm(x + Sublayer(x))`` starting at height ``y_in``; returns the top of the Add & Norm box.
+    """Draw ``LayerNorm(x + Sublayer(x))`` starting at height ``y_in``; returns the top of the Add &
+    Norm box.
 
     ``inputs_from_side`` (cross-attention) is the point the keys and values come from.
     """
@@ -121,8 +168,15 @@ def residual_sublayer(ax, cx, y_in, text, kind, inputs_from_side=None, stacked=0
     polyline_arrow(ax, [(cx, y_in + 0.18), (x_side, y_in + 0.18), (x_side, norm[1]), left(norm)])
     if inputs_from_side is not None:
         front_right = right(sub)[0] + 0.08 * stacked  # the right edge of the last copy drawn behind
-        polyline_arrow(ax, [inputs_from_side, (front_right + 0.4, inputs_from_side[1]),
-                            (front_right + 0.4, sub[1]), (front_right, sub[1])])
+        polyline_arrow(
+            ax,
+            [
+                inputs_from_side,
+                (front_right + 0.4, inputs_from_side[1]),
+                (front_right + 0.4, sub[1]),
+                (front_right, sub[1]),
+            ],
+        )
     return top(norm)[1]
 
 
@@ -131,24 +185,43 @@ def draw_scaled_dot_product_attention():
     cx = 2.6
     q_x, k_x, v_x = 1.0, 3.2, 5.8
     y0 = 0.6
-    for x, name, shape in ((q_x, "Q", "(B, h, T_q, d_k)"), (k_x, "K", "(B, h, T_k, d_k)"),
-                           (v_x, "V", "(B, h, T_k, d_v)")):
+    for x, name, shape in (
+        (q_x, "Q", "(B, h, T_q, d_k)"),
+        (k_x, "K", "(B, h, T_k, d_k)"),
+        (v_x, "V", "(B, h, T_k, d_v)"),
+    ):
         label(ax, x, y0, name, weight="bold")
         shape_note(ax, x, y0 - 0.3, shape, ha="center")
     matmul1 = box(ax, cx - 0.3, 1.6, "MatMul  Q K^T", "op", width=2.0)
     arrow(ax, (q_x, y0 + 0.2), bottom(matmul1))
     arrow(ax, (k_x, y0 + 0.2), bottom(matmul1))
     scale = box(ax, cx - 0.3, 2.6, "Scale  / sqrt(d_k)", "op", width=2.0)
-    mask = box(ax, cx - 0.3, 3.6, "Mask (optional)\nFalse -> -inf", "mask", width=2.0, height=0.6, dashed=True,
-               fontsize=9)
+    mask = box(
+        ax,
+        cx - 0.3,
+        3.6,
+        "Mask (optional)\nFalse -> -inf",
+        "mask",
+        width=2.0,
+        height=0.6,
+        dashed=True,
+        fontsize=9,
+    )
     softmax = box(ax, cx - 0.3, 4.6, "Softmax over T_k", "softmax", width=2.0)
     matmul2 = box(ax, cx + 0.7, 5.7, "MatMul  weights V", "op", width=2.2)
     arrow(ax, top(matmul1), bottom(scale))
     arrow(ax, top(scale), bottom(mask))
     arrow(ax, top(mask), bottom(softmax))
     arrow(ax, top(softmax), (matmul2[0] - 0.5, bottom(matmul2)[1]))
-    polyline_arrow(ax, [(v_x, y0 + 0.2), (v_x, 5.2), (matmul2[0] + 0.6, 5.2),
-                        (matmul2[0] + 0.6, bottom(matmul2)[1])])
+    polyline_arrow(
+        ax,
+        [
+            (v_x, y0 + 0.2),
+            (v_x, 5.2),
+            (matmul2[0] + 0.6, 5.2),
+            (matmul2[0] + 0.6, bottom(matmul2)[1]),
+        ],
+    )
     shape_note(ax, right(matmul1)[0] + 0.1, 2.1, "scores (B, h, T_q, T_k)")
     shape_note(ax, right(softmax)[0] + 0.1, 4.35, "weights: rows sum to 1")
     arrow(ax, top(matmul2), (matmul2[0], 6.55))
@@ -164,7 +237,9 @@ def draw_multi_head_attention():
         label(ax, x, y0, name, weight="bold")
         shape_note(ax, x, y0 - 0.3, "(B, T, d_model)", ha="center")
     heads = {"Q": "d_k", "K": "d_k", "V": "d_v"}
-    attention = box(ax, 3.7, 4.3, "Scaled dot-product attention", "attention", width=4.4, height=0.6, stacked=3)
+    attention = box(
+        ax, 3.7, 4.3, "Scaled dot-product attention", "attention", width=4.4, height=0.6, stacked=3
+    )
     for name, x in xs.items():
         proj = box(ax, x, 1.6, f"Linear  W_{name.lower()}", "linear", width=1.7)
         split = box(ax, x, 2.8, "split_heads", "op", width=1.7, height=0.45)
@@ -203,7 +278,9 @@ def draw_decoder_layer():
     shape_note(ax, 4.2, 1.35, "causal mask:\nno peeking ahead")
     memory = (6.3, 3.2)
     label(ax, 5.1, 3.75, "K, V = memory from\nthe encoder\n(B, T_src, d_model)", fontsize=8.5)
-    y = residual_sublayer(ax, cx, y, "Multi-head\ncross-attention", "attention", inputs_from_side=memory, stacked=2)
+    y = residual_sublayer(
+        ax, cx, y, "Multi-head\ncross-attention", "attention", inputs_from_side=memory, stacked=2
+    )
     y = residual_sublayer(ax, cx, y, "Feed-forward (d_ff)", "ffn")
     arrow(ax, (cx, y), (cx, y + 0.35))
     label(ax, cx, y + 0.55, "out  (B, T_tgt, d_model)")
@@ -212,11 +289,27 @@ def draw_decoder_layer():
 
 def stack_frame(ax, x, width, y_bottom, y_top, text, side):
     """The grey frame around one layer of a stack, labelled with how often it repeats."""
-    ax.add_patch(FancyBboxPatch((x, y_bottom), width, y_top - y_bottom, boxstyle="round,pad=0.02,rounding_size=0.15",
-                                facecolor="#f7f7f7", edgecolor="#888888", zorder=0))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y_bottom),
+            width,
+            y_top - y_bottom,
+            boxstyle="round,pad=0.02,rounding_size=0.15",
+            facecolor="#f7f7f7",
+            edgecolor="#888888",
+            zorder=0,
+        )
+    )
     label_x = x - 0.25 if side == "left" else x + width + 0.25
-    ax.text(label_x, (y_bottom + y_top) / 2, text, ha="right" if side == "left" else "left", va="center",
-            fontsize=11, weight="bold")
+    ax.text(
+        label_x,
+        (y_bottom + y_top) / 2,
+        text,
+        ha="right" if side == "left" else "left",
+        va="center",
+        fontsize=11,
+        weight="bold",
+    )
 
 
 def draw_architecture():
@@ -248,16 +341,27 @@ def draw_architecture():
 
     # the decoder stack
     arrow(ax, (dec_x, 2.01), (dec_x, 2.6))
-    y = residual_sublayer(ax, dec_x, 2.6, "Masked multi-head\nself-attention", "attention", stacked=2)
+    y = residual_sublayer(
+        ax, dec_x, 2.6, "Masked multi-head\nself-attention", "attention", stacked=2
+    )
     cross = box(ax, dec_x, y + 0.75, "Multi-head\ncross-attention", "attention", stacked=2)
     norm = box(ax, dec_x, y + 1.65, "Add & Norm", "norm", height=0.4)
     arrow(ax, (dec_x, y), bottom(cross))
     arrow(ax, top(cross), bottom(norm))
     x_side = dec_x + cross[2] / 2 + 0.3
     polyline_arrow(ax, [(dec_x, y + 0.18), (x_side, y + 0.18), (x_side, norm[1]), right(norm)])
-    # the encoder's output (memory) feeds the keys and values of every decoder layer's cross-attention
-    polyline_arrow(ax, [(enc_x, memory_y), (enc_x, memory_y + 0.3), (3.75, memory_y + 0.3), (3.75, cross[1]),
-                        left(cross)])
+    # the encoder's output (memory) feeds the keys and values of every decoder layer's
+    # cross-attention
+    polyline_arrow(
+        ax,
+        [
+            (enc_x, memory_y),
+            (enc_x, memory_y + 0.3),
+            (3.75, memory_y + 0.3),
+            (3.75, cross[1]),
+            left(cross),
+        ],
+    )
     ax.text(3.8, cross[1] + 0.2, "K, V", fontsize=8.5, color=SHAPE_COLOR)
     y = residual_sublayer(ax, dec_x, top(norm)[1], "Feed-forward", "ffn")
     stack_frame(ax, dec_x - 1.65, 3.45, 2.35, y + 0.2, "x N", side="right")
@@ -272,8 +376,9 @@ def draw_architecture():
 
 
 def draw_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2, fig=None):
-    """How ``split_heads`` moves features, each cell numbered by its feature and coloured by the head that owns
-    it: ``(T, d_model) -> (T, h, d_k) -> (h, T, d_k)``; ``combine_heads`` walks the same way back.
+    """How ``split_heads`` moves features, each cell numbered by its feature and coloured by the
+    head that owns it: ``(T, d_model) -> (T, h, d_k) -> (h, T, d_k)``; ``combine_heads`` walks the
+    same way back.
 
     ``fig``: draw into this figure instead of a new bare one.
     """
@@ -285,28 +390,53 @@ def draw_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2
     size = (2 + 0.45 * (d_model + grouped_width + d_k + 3), 0.3 * stacked_height + 1.4)
     fig = Figure(figsize=size) if fig is None else fig
     fig.set_size_inches(*size)
-    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [d_model + 1, grouped_width + 1, d_k + 3]})
+    axes = fig.subplots(
+        1, 3, gridspec_kw={"width_ratios": [d_model + 1, grouped_width + 1, d_k + 3]}
+    )
 
     def cell(ax, x, y, feature):
         color = HEAD_COLORS[(feature // d_k) % len(HEAD_COLORS)]
         ax.add_patch(Rectangle((x, y), 1, 1, fc=color, ec="white", alpha=0.85))
         ax.text(x + 0.5, y + 0.5, str(feature), ha="center", va="center", fontsize=7, color="white")
 
-    top_row = stacked_height - num_tokens  # rows of the first two panels, aligned with the top of the third
+    # rows of the first two panels, aligned with the top of the third
+    top_row = stacked_height - num_tokens
     for t in range(num_tokens):
         for ax in axes[:2]:
-            ax.text(-0.3, top_row + num_tokens - 1 - t + 0.5, f"t{t}", ha="right", va="center", fontsize=8)
+            ax.text(
+                -0.3,
+                top_row + num_tokens - 1 - t + 0.5,
+                f"t{t}",
+                ha="right",
+                va="center",
+                fontsize=8,
+            )
         for f in range(d_model):
             head, k = divmod(f, d_k)
             cell(axes[0], f, top_row + num_tokens - 1 - t, f)  # (T, d_model)
-            cell(axes[1], head * (d_k + 1) + k, top_row + num_tokens - 1 - t, f)  # (T, h, d_k): a view
-            block = (num_heads - 1 - head) * (num_tokens + 1)  # (h, T, d_k): one (T, d_k) block per head
+            # (T, h, d_k): a view
+            cell(axes[1], head * (d_k + 1) + k, top_row + num_tokens - 1 - t, f)
+            # (h, T, d_k): one (T, d_k) block per head
+            block = (num_heads - 1 - head) * (num_tokens + 1)
             cell(axes[2], k, block + num_tokens - 1 - t, f)
             if k == 0:
-                axes[2].text(-0.3, block + num_tokens - 1 - t + 0.5, f"t{t}", ha="right", va="center", fontsize=7)
+                axes[2].text(
+                    -0.3,
+                    block + num_tokens - 1 - t + 0.5,
+                    f"t{t}",
+                    ha="right",
+                    va="center",
+                    fontsize=7,
+                )
     for head in range(num_heads):
-        axes[2].text(d_k + 0.3, (num_heads - 1 - head) * (num_tokens + 1) + num_tokens / 2, f"head {head}",
-                     va="center", fontsize=8, color=HEAD_COLORS[head % len(HEAD_COLORS)])
+        axes[2].text(
+            d_k + 0.3,
+            (num_heads - 1 - head) * (num_tokens + 1) + num_tokens / 2,
+            f"head {head}",
+            va="center",
+            fontsize=8,
+            color=HEAD_COLORS[head % len(HEAD_COLORS)],
+        )
     titles = [
         f"x: (T, d_model) = ({num_tokens}, {d_model})",
         f".view: (T, h, d_k) = ({num_tokens}, {num_heads}, {d_k})",
@@ -318,15 +448,27 @@ def draw_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2
         ax.set_aspect("equal")
         ax.axis("off")
         ax.set_title(title, fontsize=9)
-    fig.text(0.5, 0.02, "split_heads runs left to right; combine_heads runs right to left (transpose back, then "
-             "reshape). Numbers are feature indices; colours are heads.", ha="center", fontsize=8)
+    fig.text(
+        0.5,
+        0.02,
+        "split_heads runs left to right; combine_heads runs right to left (transpose back, then "
+        "reshape). Numbers are feature indices; colours are heads.",
+        ha="center",
+        fontsize=8,
+    )
     return fig
 
 
 def draw_all(out_dir: Path) -> list[Path]:
     """Draw every diagram into ``out_dir`` and return the paths written."""
-    drawers = (draw_scaled_dot_product_attention, draw_multi_head_attention, draw_encoder_layer,
-               draw_decoder_layer, draw_architecture, draw_split_combine)
+    drawers = (
+        draw_scaled_dot_product_attention,
+        draw_multi_head_attention,
+        draw_encoder_layer,
+        draw_decoder_layer,
+        draw_architecture,
+        draw_split_combine,
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, draw in zip(DIAGRAM_NAMES, drawers, strict=True):

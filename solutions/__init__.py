@@ -1,19 +1,20 @@
-"""The teacher's edition: reference solutions of every exercise in the notebooks, one module per notebook.
+"""The teacher's edition: a reference solution of every exercise, one module per notebook.
 
-``solutions/nbNN_<name>.py`` holds, under the exercise's own name (``my_*`` or ``My*``), a solution that its
-``tl.checks`` function passes; ``WRONG_ANSWERS``: a typical wrong answer to each exercise and words of the hint
-its check must give; and ``ANSWERS``: model answers to the Think/Experiment questions, keyed by exercise number.
-``make solutions`` swaps each notebook's stubs for these and runs the notebooks. Which exercises exist is not
-written here: :data:`EXERCISES` comes from the registry of ``transformer_lib.checks``.
+``solutions/nbNN_<name>.py`` holds, under each exercise's own name (``my_*`` or ``My*``), a solution
+that its ``tl.checks`` function passes; ``WRONG_ANSWERS``, a typical wrong answer to each exercise
+with words its hint must contain; and ``ANSWERS``, a model answer to each Think/Experiment question,
+keyed by its number. ``make solutions`` puts these into the notebooks and runs them. Which exercises
+and questions exist comes from the registry of ``transformer_lib.teaching.checks``, never from here.
 """
 
 import importlib
 import pathlib
 
-from transformer_lib.checks import registry
+from transformer_lib.teaching.checks import registry
 
-NOTEBOOKS = {  # solutions module -> notebook file
-    path.stem: path.stem[2:4] for path in sorted(pathlib.Path(__file__).parent.glob("nb[0-9][0-9]_*.py"))
+NOTEBOOKS = {  # solutions module -> notebook number
+    path.stem: path.stem[2:4]
+    for path in sorted(pathlib.Path(__file__).parent.glob("nb[0-9][0-9]_*.py"))
 }
 
 
@@ -22,15 +23,12 @@ def modules() -> dict:
     return {name: importlib.import_module(f"solutions.{name}") for name in NOTEBOOKS}
 
 
-# The exercises, from the one registry in transformer_lib.checks (each notebook's ``checks/nbNN_*.py``): an
-# Exercise says which notebook asks for which function or class (the name of its solution here) and which check
-# grades it; ``exercise.grade(code)`` calls that check as the notebook's cell does.
+# From the one registry (each notebook's ``transformer_lib/teaching/checks/nbNN_*.py``). An Exercise
+# names the function or class a notebook asks for (its solution's name here) and the check that
+# grades it: ``exercise.grade(code)`` calls the check as the notebook's cell does. A Question is a
+# Think/Experiment question; its model answer is ``ANSWERS[question.number]`` in the module here.
 EXERCISES = registry.exercises()
-
-THINK = {
-    "01": ["3"], "02": ["4"], "03": ["3"], "04": ["4"], "05": ["3"], "06": ["3"], "07": ["3"], "08": ["3"], "09": ["2"],
-    "10": ["2"], "11": ["4"], "12": ["2", "3"], "13": ["6"],
-}
+QUESTIONS = registry.questions()
 
 
 def solution(notebook: str, name: str):
@@ -40,6 +38,7 @@ def solution(notebook: str, name: str):
 
 
 def wrong_answer(notebook: str, name: str) -> tuple:
-    """``(code, words)``: a typical wrong answer to exercise ``name`` of notebook ``NN``, and words of its hint."""
+    """``(code, words)``: a typical wrong answer to exercise ``name`` of notebook ``NN``, and words
+    of the hint its check gives."""
     (module,) = [m for n, m in modules().items() if n[2:4] == notebook]
     return module.WRONG_ANSWERS[name]

@@ -1,10 +1,10 @@
-"""``python -m solutions.build_notebooks [NN ...]`` (``make solutions``): the teacher's edition of the notebooks.
+"""``python -m solutions.build_notebooks [NN ...]`` (``make solutions``): the teacher's edition.
 
-For each notebook ``notebooks/NN_name.ipynb`` it writes ``build/solutions/NN_name.ipynb``: every exercise cell's
-stub (the one ``my_*`` function or ``My*`` class it defines) replaced by the solution of the same name from
-``solutions/nbNN_*.py``, a model answer after each Think/Experiment question, then the notebook executed. It
-fails (exit status 1) when an exercise cell has no solution of its name, a solution has no exercise cell, a cell
-raises, or a check reports anything but success.
+For each ``notebooks/NN_name.ipynb`` it writes ``build/solutions/NN_name.ipynb``: every exercise
+cell's stub (the one ``my_*`` function or ``My*`` class it defines) replaced by the solution of that
+name from ``solutions/nbNN_*.py``, a model answer after each Think/Experiment question, executed. It
+fails (exit status 1) when an exercise or question lacks its solution or answer or the reverse, a
+cell raises, or a check reports anything but success.
 """
 
 import ast
@@ -24,7 +24,7 @@ OUT = ROOT / "build" / "solutions"
 
 
 def _solution_source(module, name: str) -> str:
-    """The solution's code, preceded by the imports it uses from its module (the notebook may lack them)."""
+    """The solution's code after the imports it uses from its module (a notebook may lack them)."""
     module_source, code = inspect.getsource(module), inspect.getsource(getattr(module, name))
     used = set(re.findall(r"\b\w+\b", code))
     imports = [
@@ -35,7 +35,9 @@ def _solution_source(module, name: str) -> str:
     ]
     short = module.__name__.split(".")[-1]
     siblings = sorted(
-        other for other in vars(module) if other != name and other.startswith(("my_", "My")) and other in used
+        other
+        for other in vars(module)
+        if other != name and other.startswith(("my_", "My")) and other in used
     )
     if siblings:
         imports.append(f"from solutions.{short} import {', '.join(siblings)}")
@@ -43,16 +45,18 @@ def _solution_source(module, name: str) -> str:
 
 
 def exercise_cells(notebook) -> list:
-    """The notebook's exercise cells: code cells with a stub (``raise NotImplementedError``) and a check call."""
+    """The code cells with a stub (``raise NotImplementedError``) and a check call."""
     return [
         cell
         for cell in notebook.cells
-        if cell.cell_type == "code" and "raise NotImplementedError" in cell.source and "tl.checks.check_" in cell.source
+        if cell.cell_type == "code"
+        and "raise NotImplementedError" in cell.source
+        and "tl.checks.check_" in cell.source
     ]
 
 
 def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
-    """(new cell source, exercise name); (None, name or what is wrong) when no solution can replace the stub."""
+    """(new cell source, exercise name); (None, name or what is wrong) when no solution fits."""
     tree = ast.parse(source)
     defined = [
         node
@@ -60,7 +64,9 @@ def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name.startswith(("my_", "My"))
     ]
     if len(defined) != 1:
-        names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+        names = [
+            node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        ]
         return None, f"defines {names}, not exactly one my_* function or My* class"
     node = defined[0]
     if not hasattr(module, node.name):
@@ -71,24 +77,31 @@ def _replace_stub(source: str, module) -> tuple[str | None, str | None]:
     return "\n".join(new), node.name
 
 
+def question_cell(notebook, number: str) -> int | None:
+    """The index of the markdown cell that asks question ``number`` (``**3.** (Think)`` or item
+    ``3.`` of the Exercises list); None when no cell asks it."""
+    for index, cell in enumerate(notebook.cells):
+        listed = "## Exercises" in cell.source
+        listed = listed and re.search(rf"^{number}\. ", cell.source, re.MULTILINE)
+        if cell.cell_type == "markdown" and (f"**{number}.** (" in cell.source or listed):
+            return index
+    return None
+
+
 def _add_answers(notebook, answers: dict) -> list[str]:
-    """Insert each model answer after the markdown cell that asks the question; return the numbers placed."""
+    """Insert each model answer after the cell that asks its question; return the numbers placed."""
     placed = []
     for number, answer in answers.items():
-        for index, cell in enumerate(notebook.cells):
-            listed = "## Exercises" in cell.source and re.search(rf"^{number}\. ", cell.source, re.MULTILINE)
-            asks = f"**{number}.** (" in cell.source or listed
-            if cell.cell_type == "markdown" and asks:
-                notebook.cells.insert(
-                    index + 1, nbformat.v4.new_markdown_cell(f"**Model answer ({number}).** {answer}")
-                )
-                placed.append(number)
-                break
+        index = question_cell(notebook, number)
+        if index is not None:
+            text = f"**Model answer ({number}).** {answer}"
+            notebook.cells.insert(index + 1, nbformat.v4.new_markdown_cell(text))
+            placed.append(number)
     return placed
 
 
 def build(path: pathlib.Path) -> list[str]:
-    """Write and execute the teacher's edition of one notebook; return its problems (empty when all is well)."""
+    """Write and execute one notebook's teacher's edition; return its problems (none: all well)."""
     number = path.name[:2]
     (module,) = [m for name, m in solutions.modules().items() if name[2:4] == number]
     notebook = nbformat.read(path, as_version=4)
@@ -98,7 +111,9 @@ def build(path: pathlib.Path) -> list[str]:
         if source is None:
             index = notebook.cells.index(cell)
             problem = (
-                name if name.startswith("defines") else f"{name} has no solution of that name in {module.__name__}"
+                name
+                if name.startswith("defines")
+                else f"{name} has no solution of that name in {module.__name__}"
             )
             problems.append(f"cell {index}: exercise {problem}")
             continue
@@ -106,15 +121,32 @@ def build(path: pathlib.Path) -> list[str]:
         solved.add(name)
         replaced.append(cell)
     expected = {exercise.name for exercise in solutions.EXERCISES if exercise.notebook == number}
-    problems += [f"solution {name} has no exercise cell (stub + check) in {path.name}" for name in expected - solved]
+    problems += [
+        f"solution {name} has no exercise cell (stub + check) in {path.name}"
+        for name in expected - solved
+    ]
+    asked = {question.number for question in solutions.QUESTIONS if question.notebook == number}
+    problems += [
+        f"question {n} has no model answer in {module.__name__}.ANSWERS"
+        for n in sorted(asked - set(module.ANSWERS))
+    ]
     missing = set(module.ANSWERS) - set(_add_answers(notebook, module.ANSWERS))
-    problems += [f"no question (Think/Experiment) numbered {n} for its model answer" for n in sorted(missing)]
+    problems += [
+        f"no question (Think/Experiment) numbered {n} for its model answer" for n in sorted(missing)
+    ]
     try:
-        NotebookClient(notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}).execute()
-    except Exception as exc:  # a cell raised: name it, keep the partial notebook for the teacher to inspect
-        problems.append(f"execution stopped: {type(exc).__name__}: {str(exc).strip().splitlines()[-1]}")
+        NotebookClient(
+            notebook, timeout=600, resources={"metadata": {"path": str(path.parent)}}
+        ).execute()
+    except Exception as exc:  # a cell raised: name it, keep the partial notebook for the teacher
+        problems.append(
+            f"execution stopped: {type(exc).__name__}: {str(exc).strip().splitlines()[-1]}"
+        )
     for cell in replaced:  # (the debugging notebook's bug cells fail their checks on purpose)
-        text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.get("outputs", []))
+        text = "".join(
+            o.get("data", {}).get("text/plain", "") + o.get("text", "")
+            for o in cell.get("outputs", [])
+        )
         if "✅" not in text:
             outcome = text.strip()[:300] or "not run (execution stopped before it)"
             problems.append(f"cell {notebook.cells.index(cell)}: {outcome}")
@@ -124,8 +156,14 @@ def build(path: pathlib.Path) -> list[str]:
 
 
 def main(numbers: list[str]) -> int:
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    paths = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if not numbers or p.name[:2] in numbers)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
+    )
+    paths = sorted(
+        p
+        for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+        if not numbers or p.name[:2] in numbers
+    )
     failed = False
     for path in paths:
         problems = build(path)

@@ -1,8 +1,8 @@
-"""``python -m solutions.exercise_table``: write the README's table of exercises (For teachers) from the registry.
+"""``python -m solutions.exercise_table``: write the README's exercise table (For teachers).
 
-The table is generated, never edited by hand: each row is an :class:`~transformer_lib.checks.registry.Exercise`
-of ``solutions.EXERCISES``. ``tests/test_solutions.py`` fails, naming this command, when the README's table is not
-the one this module writes.
+The table is generated from the registry, never edited by hand: one row per
+:class:`~transformer_lib.teaching.checks.registry.Exercise` of ``solutions.EXERCISES``.
+``tests/test_solutions.py`` fails, naming this command, when the README's table differs.
 """
 
 import pathlib
@@ -11,17 +11,22 @@ import sys
 import solutions
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
-HEADER = "| notebook | exercise | what is asked | graded by `tl.checks.` |\n| --- | --- | --- | --- |\n"
+HEADER = (
+    "| notebook | exercise | what is asked | graded by `tl.checks.` |\n| --- | --- | --- | --- |\n"
+)
 
 
 def markdown_table() -> str:
     """The table: a header, then one row per exercise, in notebook order."""
-    rows = [f"| {e.notebook} | {e.number} | `{e.name}`: {e.asked} | `{e.graded_by}` |\n" for e in solutions.EXERCISES]
+    rows = [
+        f"| {e.notebook} | {e.number} | `{e.name}`: {e.asked} | `{e.graded_by}` |\n"
+        for e in solutions.EXERCISES
+    ]
     return HEADER + "".join(rows)
 
 
 def rewrite(readme: str) -> str:
-    """``readme`` with its exercise table (from ``HEADER`` to the first line that is no table row) replaced."""
+    """``readme`` with its exercise table (``HEADER`` up to the first non-row line) replaced."""
     start = readme.index(HEADER)
     end = start + len(HEADER)
     while readme.startswith("|", end):

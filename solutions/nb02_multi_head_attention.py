@@ -7,14 +7,16 @@ from torch import nn
 
 
 def my_split_heads(x, num_heads):
-    """``(B, T, h * d) -> (B, h, T, d)``: head i is the slice of features i*d .. (i+1)*d - 1 of every token;
-    stacking the h slices on a new dim 1 puts the heads before T."""
+    """``(B, T, h * d) -> (B, h, T, d)``: head i is the slice of features i*d .. (i+1)*d - 1 of
+    every token; stacking the h slices on a new dim 1 puts the heads before T."""
     d = x.size(-1) // num_heads
-    return torch.stack([x[..., i * d : (i + 1) * d] for i in range(num_heads)], dim=1)  # (B, h, T, d)
+    # (B, h, T, d)
+    return torch.stack([x[..., i * d : (i + 1) * d] for i in range(num_heads)], dim=1)
 
 
 def my_combine_heads(x):
-    """``(B, h, T, d) -> (B, T, h * d)``: transpose back first, so each token keeps its own features."""
+    """``(B, h, T, d) -> (B, T, h * d)``: transpose back first, so each token keeps its own
+    features."""
     batch, heads, length, width = x.shape
     return x.transpose(1, 2).reshape(batch, length, heads * width)  # (B, T, h * d)
 
@@ -42,15 +44,24 @@ class MyMultiHeadAttention(nn.Module):
 
 ANSWERS = {
     "4": (
-        "Without W_O, output feature j of a token is combine_heads of the heads' outputs: for j in head 0's block "
-        "(features 0 .. d_k - 1) it is head 0's weighted average of its own values, so it depends only on what "
-        "head 0 attended to and on the d_k value features that W_V put in that head's block. Each head would own a "
-        "fixed slice of the output, and no feature could combine what two heads found (say, the previous word "
-        "from one head and the subject from another). W_O, a d_model x d_model matrix applied after the concat, "
-        "lets every output feature be any linear mix of all heads' outputs, and lets the layer write its result "
-        "in whatever directions the next layer (and the residual stream) reads, instead of h fixed slices. It "
-        "also decouples h * d_v from d_model: with d_v != d_model / h (section 4) the concat would not even have "
-        "d_model features without it. The paper writes it as MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O "
+        "Without W_O, output feature j of a token is combine_heads of the heads' outputs: for j in "
+        "head 0's block "
+        "(features 0 .. d_k - 1) it is head 0's weighted average of its own values, so it depends "
+        "only on what "
+        "head 0 attended to and on the d_k value features that W_V put in that head's block. Each "
+        "head would own a "
+        "fixed slice of the output, and no feature could combine what two heads found (say, the "
+        "previous word "
+        "from one head and the subject from another). W_O, a d_model x d_model matrix applied "
+        "after the concat, "
+        "lets every output feature be any linear mix of all heads' outputs, and lets the layer "
+        "write its result "
+        "in whatever directions the next layer (and the residual stream) reads, instead of h fixed "
+        "slices. It "
+        "also decouples h * d_v from d_model: with d_v != d_model / h (section 4) the concat would "
+        "not even have "
+        "d_model features without it. The paper writes it as MultiHead(Q, K, V) = Concat(head_1, "
+        "..., head_h) W^O "
         "(section 3.2.2)."
     ),
 }

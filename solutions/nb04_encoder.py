@@ -7,7 +7,8 @@ import transformer_lib as tl
 
 
 class MyLayerNorm(nn.Module):
-    """Normalise each token over its features (biased variance, like nn.LayerNorm), then scale and shift."""
+    """Normalise each token over its features (biased variance, like nn.LayerNorm), then scale and
+    shift."""
 
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
@@ -34,7 +35,8 @@ class MyFeedForward(nn.Module):
 
 
 class MyEncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each with a residual connection and a LayerNorm (post-LN or pre-LN)."""
+    """Self-attention then feed-forward, each with a residual connection and a LayerNorm (post-LN or
+    pre-LN)."""
 
     def __init__(self, d_model, num_heads, d_ff, norm_first=False):
         super().__init__()
@@ -56,15 +58,24 @@ class MyEncoderLayer(nn.Module):
 
 ANSWERS = {
     "4": (
-        "For fixed attention weights, a position's attention output is a weighted average of the values, projected "
-        "by W_V and W_O: linear in the token vectors. The softmax only decides the mixing weights, and LayerNorm "
-        "only recentres and rescales each token with a fixed formula. So an attention-only Transformer can move "
-        "and mix information between positions, but has no learned nonlinear function of one token's own features: "
-        "no feature detector such as ReLU(x w + b), no XOR of two features of a token, none of the key-value "
-        "lookups that FFN layers have been found to store (Geva, Schuster, Berant & Levy 2021, 'Transformer "
-        "Feed-Forward Layers Are Key-Value Memories'). Dong, Cordonnier & Loukas 2021 ('Attention is Not All You "
-        "Need: Pure Attention Loses Rank Doubly Exponentially with Depth') show that stacked self-attention without "
-        "skip connections and MLPs collapses towards a rank-1 output (every token the same) as depth grows."
+        "For fixed attention weights, a position's attention output is a weighted average of the "
+        "values, projected "
+        "by W_V and W_O: linear in the token vectors. The softmax only decides the mixing weights, "
+        "and LayerNorm "
+        "only recentres and rescales each token with a fixed formula. So an attention-only "
+        "Transformer can move "
+        "and mix information between positions, but has no learned nonlinear function of one "
+        "token's own features: "
+        "no feature detector such as ReLU(x w + b), no XOR of two features of a token, none of the "
+        "key-value "
+        "lookups that FFN layers have been found to store (Geva, Schuster, Berant & Levy 2021, "
+        "'Transformer "
+        "Feed-Forward Layers Are Key-Value Memories'). Dong, Cordonnier & Loukas 2021 ('Attention "
+        "is Not All You "
+        "Need: Pure Attention Loses Rank Doubly Exponentially with Depth') show that stacked "
+        "self-attention without "
+        "skip connections and MLPs collapses towards a rank-1 output (every token the same) as "
+        "depth grows."
     ),
 }
 
@@ -73,7 +84,9 @@ ANSWERS = {
 # (tests/test_solutions.py feeds each to the check).
 class _UnbiasedVariance(MyLayerNorm):
     def forward(self, x):  # var() divides by d_model - 1 by default
-        return (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True) + self.eps).sqrt() * self.weight + self.bias
+        return (x - x.mean(-1, keepdim=True)) / (
+            x.var(-1, keepdim=True) + self.eps
+        ).sqrt() * self.weight + self.bias
 
 
 class _NoRelu(MyFeedForward):

@@ -6,7 +6,8 @@ import transformer_lib as tl
 
 
 class MyDecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention to the memory, feed-forward; each with residual and LayerNorm."""
+    """Masked self-attention, cross-attention to the memory, feed-forward; each with residual and
+    LayerNorm."""
 
     def __init__(self, d_model, num_heads, d_ff, norm_first=False):
         super().__init__()
@@ -18,30 +19,39 @@ class MyDecoderLayer(nn.Module):
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         sublayers = [
-            (self.norm1, lambda y: self.self_attn(y, y, y, tgt_mask)[0]),  # causal (and padding) mask
+            # causal (and padding) mask
+            (self.norm1, lambda y: self.self_attn(y, y, y, tgt_mask)[0]),
             (self.norm2, lambda y: my_cross_attention(self.cross_attn, y, memory, memory_mask)),
             (self.norm3, self.feed_forward),
         ]
         for norm, sublayer in sublayers:
-            x = x + sublayer(norm(x)) if self.norm_first else norm(x + sublayer(x))  # (B, T_tgt, d_model)
+            # (B, T_tgt, d_model)
+            x = x + sublayer(norm(x)) if self.norm_first else norm(x + sublayer(x))
         return x
 
 
 def my_cross_attention(attn, x, memory, memory_mask):
-    """Queries from the decoder ``x (B, T_tgt, d)``; keys and values from the encoder's ``memory (B, T_src, d)``;
-    ``memory_mask (B, 1, 1, T_src)`` hides the source's padding."""
+    """Queries from the decoder ``x (B, T_tgt, d)``; keys and values from the encoder's
+    ``memory (B, T_src, d)``; ``memory_mask (B, 1, 1, T_src)`` hides the source's padding."""
     return attn(x, memory, memory, memory_mask)[0]  # (B, T_tgt, d_model)
 
 
 ANSWERS = {
     "3": (
-        "Inside a decoder layer, position t's output is built from three sublayers. The feed-forward acts on each "
-        "position alone. In cross-attention the query at position t is position t's own vector, and the keys and "
-        "values are the encoder's memory, which is computed from the source only: no target token enters the keys "
-        "or values, so cross-attention gives position t nothing from other target positions, earlier or later. The "
-        "only sublayer that mixes target positions is the self-attention, and the causal mask limits it to "
-        "positions <= t. By induction over the layers, position t depends only on target tokens <= t (and on the "
-        "source). The whole source is known before decoding starts, so cross-attention may read all of it; its "
+        "Inside a decoder layer, position t's output is built from three sublayers. The "
+        "feed-forward acts on each "
+        "position alone. In cross-attention the query at position t is position t's own vector, "
+        "and the keys and "
+        "values are the encoder's memory, which is computed from the source only: no target token "
+        "enters the keys "
+        "or values, so cross-attention gives position t nothing from other target positions, "
+        "earlier or later. The "
+        "only sublayer that mixes target positions is the self-attention, and the causal mask "
+        "limits it to "
+        "positions <= t. By induction over the layers, position t depends only on target tokens <= "
+        "t (and on the "
+        "source). The whole source is known before decoding starts, so cross-attention may read "
+        "all of it; its "
         "only mask hides the source's padding."
     ),
 }
@@ -62,5 +72,8 @@ class _NoMemoryMask(nn.Module):
 
 WRONG_ANSWERS = {
     "MyDecoderLayer": (_NoMemoryMask, "ignored memory_mask"),
-    "my_cross_attention": (lambda attn, x, memory, mask: attn(memory, x, x, mask)[0], "queries come from"),
+    "my_cross_attention": (
+        lambda attn, x, memory, mask: attn(memory, x, x, mask)[0],
+        "queries come from",
+    ),
 }

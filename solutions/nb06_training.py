@@ -6,8 +6,8 @@ import transformer_lib as tl
 
 
 def my_smoothed_targets(target, vocab_size, eps, pad_id):
-    """``(N,) -> (N, vocab_size)``: ``1 - eps`` on the target, ``eps / (V - 2)`` on every other token but
-    ``<pad>``, and all-zero rows where the target is padding."""
+    """``(N,) -> (N, vocab_size)``: ``1 - eps`` on the target, ``eps / (V - 2)`` on every other
+    token but ``<pad>``, and all-zero rows where the target is padding."""
     dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - 2))  # (N, V)
     dist[:, pad_id] = 0.0
     dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
@@ -22,14 +22,20 @@ def my_noam_lr(step, d_model, warmup):
 
 ANSWERS = {
     "3": (
-        "With factor=0.24 the paper's schedule peaks at 3e-3 (0.24 * 64^-0.5 * 100^-0.5), like the recipe. In "
-        "the committed run (results/paper_schedule.csv, seed 0, eps_ls=0.1) it first reaches 99% on the validation "
-        "split at step 900, then wobbles and ends at 0.976 at step 1600, while every recipe run ends at 1.000: its "
+        "With factor=0.24 the paper's schedule peaks at 3e-3 (0.24 * 64^-0.5 * 100^-0.5), like the "
+        "recipe. In "
+        "the committed run (results/paper_schedule.csv, seed 0, eps_ls=0.1) it first reaches 99% "
+        "on the validation "
+        "split at step 900, then wobbles and ends at 0.976 at step 1600, while every recipe run "
+        "ends at 1.000: its "
         "1/sqrt(step) tail still takes steps of 7.5e-4 at the end, where the recipe's linear decay "
-        "reaches 0. With factor=2 the peak is 0.025, about 8 times the recipe's: Adam's early steps are far too "
-        "large, the loss stalls or jumps (the trainer may warn that it diverges) and the exact match stays far "
+        "reaches 0. With factor=2 the peak is 0.025, about 8 times the recipe's: Adam's early "
+        "steps are far too "
+        "large, the loss stalls or jumps (the trainer may warn that it diverges) and the exact "
+        "match stays far "
         "below 99% within the budget (issue 13 reports 0.60 at step 3200). The schedule's peak, "
-        "factor * d_model^-0.5 * warmup^-0.5, matters more than its shape; compare several seeds before concluding."
+        "factor * d_model^-0.5 * warmup^-0.5, matters more than its shape; compare several seeds "
+        "before concluding."
     ),
 }
 

@@ -16,14 +16,22 @@ def my_split_heads(x, num_heads):
 
 ANSWERS = {
     "3": (
-        "One that passes today: an attention that clamps the scaled scores to [-10, 10] before the softmax, 'for "
-        "safety' (scores.clamp(-10, 10)). check_attention draws q, k, v from a standard normal, so the scaled scores "
-        "stay well inside that range and every case matches the library. On inputs with large scores (q and k "
-        "multiplied by 30) the clamp flattens the softmax: the weights differ from the library's by up to 0.75 (run "
-        "it). A property that catches it needs no reference: scaling q up should sharpen each row toward one-hot, "
-        "so with q * 100 the largest weight of a row whose best score is well ahead must be close to 1; the clamped "
-        "version stays far from it. In general: a check tries a few small cases, in eval mode, in float32 on the "
-        "CPU; a bug that only shows outside them (large values, long sequences, another dtype, training mode) can "
+        "One that passes today: an attention that clamps the scaled scores to [-10, 10] before the "
+        "softmax, 'for "
+        "safety' (scores.clamp(-10, 10)). check_attention draws q, k, v from a standard normal, so "
+        "the scaled scores "
+        "stay well inside that range and every case matches the library. On inputs with large "
+        "scores (q and k "
+        "multiplied by 30) the clamp flattens the softmax: the weights differ from the library's "
+        "by up to 0.75 (run "
+        "it). A property that catches it needs no reference: scaling q up should sharpen each row "
+        "toward one-hot, "
+        "so with q * 100 the largest weight of a row whose best score is well ahead must be close "
+        "to 1; the clamped "
+        "version stays far from it. In general: a check tries a few small cases, in eval mode, in "
+        "float32 on the "
+        "CPU; a bug that only shows outside them (large values, long sequences, another dtype, "
+        "training mode) can "
         "pass, and a property test aimed at that region catches it."
     ),
 }

@@ -1,4 +1,5 @@
-"""Notebook 13 · the modern decoder: RMSNorm, rotary attention, SwiGLU, grouped-query heads, a cache budget."""
+"""Notebook 13 · the modern decoder: RMSNorm, rotary attention, SwiGLU, grouped-query heads, a cache
+budget."""
 
 import torch
 import torch.nn.functional as F
@@ -8,7 +9,8 @@ import transformer_lib as tl
 
 
 class MyRMSNorm(nn.Module):
-    """Divide each token by its root mean square over the features (no mean subtracted), then scale; no shift."""
+    """Divide each token by its root mean square over the features (no mean subtracted), then scale;
+    no shift."""
 
     def __init__(self, d_model, eps=1e-5):
         super().__init__()
@@ -21,8 +23,8 @@ class MyRMSNorm(nn.Module):
 
 
 def my_rotary_attention(q, k, v, start, theta):
-    """Rotate the queries (positions start..start+T_q-1) and the keys (0..T_k-1), not the values; then causal
-    attention of the new queries over every key."""
+    """Rotate the queries (positions start..start+T_q-1) and the keys (0..T_k-1), not the values;
+    then causal attention of the new queries over every key."""
     t_q, t_k = q.size(2), k.size(2)
     q = tl.apply_rope(q, torch.arange(start, start + t_q), theta)  # (B, h, T_q, d_k)
     k = tl.apply_rope(k, torch.arange(t_k), theta)  # (B, h, T_k, d_k)
@@ -43,14 +45,14 @@ class MySwiGLU(nn.Module):
 
 
 def my_repeat_kv(x, num_heads):
-    """``(B, h_kv, T, d) -> (B, num_heads, T, d)``: each key/value head serves num_heads // h_kv consecutive query
-    heads."""
+    """``(B, h_kv, T, d) -> (B, num_heads, T, d)``: each key/value head serves num_heads // h_kv
+    consecutive query heads."""
     return x.repeat_interleave(num_heads // x.size(1), dim=1)
 
 
 def my_kv_heads_for_budget(config, budget_bytes, dtype):
-    """The most key/value heads that divide ``num_heads`` and whose cache grows by at most ``budget_bytes`` per
-    token."""
+    """The most key/value heads that divide ``num_heads`` and whose cache grows by at most
+    ``budget_bytes`` per token."""
     fits = [
         k
         for k in range(1, config.num_heads + 1)
@@ -62,16 +64,25 @@ def my_kv_heads_for_budget(config, budget_bytes, dtype):
 
 ANSWERS = {
     "6": (
-        "Section 6 changes four things at once (the norm and its place, the positions, the feed-forward, the biases), "
-        "so its difference belongs to the bundle. To attribute it, run an ablation: start from the modern block and "
-        "switch back one piece at a time (RMSNorm -> LayerNorm, pre-norm -> post-norm, rotary -> sinusoidal, SwiGLU "
-        "-> ReLU at equal parameters, no biases -> biases), and also the other way, from the paper's block switching "
-        "one piece forward, because the pieces interact (post-LN without warm-up behaves differently from pre-norm, "
-        "so the effect of a piece can depend on the others). That is 2 x 5 = 10 variants plus the two ends, each at "
-        "3 seeds at least: 36 runs, with the same data, steps and optimizer. Section 2 already is one such ablation "
+        "Section 6 changes four things at once (the norm and its place, the positions, the "
+        "feed-forward, the biases), "
+        "so its difference belongs to the bundle. To attribute it, run an ablation: start from the "
+        "modern block and "
+        "switch back one piece at a time (RMSNorm -> LayerNorm, pre-norm -> post-norm, rotary -> "
+        "sinusoidal, SwiGLU "
+        "-> ReLU at equal parameters, no biases -> biases), and also the other way, from the "
+        "paper's block switching "
+        "one piece forward, because the pieces interact (post-LN without warm-up behaves "
+        "differently from pre-norm, "
+        "so the effect of a piece can depend on the others). That is 2 x 5 = 10 variants plus the "
+        "two ends, each at "
+        "3 seeds at least: 36 runs, with the same data, steps and optimizer. Section 2 already is "
+        "one such ablation "
         "(positions alone, inside the modern block); a factorial design (2^5 = 32 "
-        "combinations) would measure the interactions too. Report each difference with its spread and a test, and "
-        "keep the tuned hyperparameters fixed or tune each variant equally, else the ablation measures the tuning."
+        "combinations) would measure the interactions too. Report each difference with its spread "
+        "and a test, and "
+        "keep the tuned hyperparameters fixed or tune each variant equally, else the ablation "
+        "measures the tuning."
     ),
 }
 

@@ -13,7 +13,7 @@ def random_qkv(*lead, t_q=T, t_k=T, d_k=8, d_v=8):
     return torch.randn(*lead, t_q, d_k), torch.randn(*lead, t_k, d_k), torch.randn(*lead, t_k, d_v)
 
 
-# --- scaled dot-product attention -------------------------------------------------------------------
+# --- scaled dot-product attention -----------------------------------------------------------------
 
 
 def test_sdpa_equals_pytorch_without_and_with_mask():
@@ -68,7 +68,7 @@ def test_sdpa_applies_dropout_to_the_weights():
     assert (weights == 0).float().mean() > 0.3  # about half of the weights were dropped
 
 
-# --- split and combine heads ------------------------------------------------------------------------
+# --- split and combine heads ----------------------------------------------------------------------
 
 
 def test_split_heads_gives_each_head_a_consecutive_slice():
@@ -88,7 +88,7 @@ def test_split_heads_rejects_indivisible_width():
         tl.split_heads(torch.randn(1, 2, 10), 3)
 
 
-# --- multi-head attention ---------------------------------------------------------------------------
+# --- multi-head attention -------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -106,7 +106,8 @@ def test_self_attention_equals_nn_multiheadattention(pair, need_weights, masking
     ours, theirs = pair
     x = torch.randn(B, T, D)
     lengths = torch.tensor([T, 3])
-    pad = torch.arange(T)[None, :] >= lengths[:, None]  # (B, T): True at padding (PyTorch's convention)
+    # (B, T): True at padding (PyTorch's convention)
+    pad = torch.arange(T)[None, :] >= lengths[:, None]
     causal = masking in ("causal", "both")
     padded = masking in ("padding", "both")
     mask = None
@@ -180,7 +181,11 @@ def test_d_k_and_d_v_can_differ_from_d_model_over_h():
     out, weights = mha(x, x, x, need_weights=True)
     assert out.shape == (B, T, 10)
     assert weights.shape == (B, 3, T, T)
-    assert mha.w_q.weight.shape == (12, 10) and mha.w_v.weight.shape == (6, 10) and mha.w_o.weight.shape == (10, 6)
+    assert (
+        mha.w_q.weight.shape == (12, 10)
+        and mha.w_v.weight.shape == (6, 10)
+        and mha.w_o.weight.shape == (10, 6)
+    )
 
 
 def test_dropout_is_active_only_in_training():
@@ -192,7 +197,7 @@ def test_dropout_is_active_only_in_training():
     torch.testing.assert_close(mha(x, x, x)[0], mha(x, x, x)[0])
 
 
-# --- clear errors for bad input ---------------------------------------------------------------------
+# --- clear errors for bad input -------------------------------------------------------------------
 
 
 def test_error_d_model_not_divisible_by_num_heads():
@@ -202,7 +207,9 @@ def test_error_d_model_not_divisible_by_num_heads():
 
 def test_error_wrong_last_dimension():
     mha = tl.MultiHeadAttention(D, H)
-    with pytest.raises(ValueError, match=r"query must be \(B, T, d_model=16\), got shape \(2, 5, 12\)"):
+    with pytest.raises(
+        ValueError, match=r"query must be \(B, T, d_model=16\), got shape \(2, 5, 12\)"
+    ):
         mha(torch.randn(B, T, 12), torch.randn(B, T, D), torch.randn(B, T, D))
 
 
@@ -210,7 +217,9 @@ def test_error_mask_of_wrong_dtype():
     mha = tl.MultiHeadAttention(D, H)
     x = torch.randn(B, T, D)
     for need_weights in (False, True):
-        with pytest.raises(TypeError, match="must have dtype torch.bool .True = may attend., got torch.float32"):
+        with pytest.raises(
+            TypeError, match="must have dtype torch.bool .True = may attend., got torch.float32"
+        ):
             mha(x, x, x, mask=torch.ones(1, 1, T, T), need_weights=need_weights)
 
 
@@ -218,18 +227,27 @@ def test_error_mask_of_wrong_shape():
     mha = tl.MultiHeadAttention(D, H)
     x = torch.randn(B, T, D)
     for need_weights in (False, True):
-        with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 4, 5, 5\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 4, 5, 5\)",
+        ):
             mha(x, x, x, mask=torch.ones(2, 1, 1, 7, dtype=torch.bool), need_weights=need_weights)
 
 
 def test_error_query_and_key_widths_differ():
-    with pytest.raises(ValueError, match=r"same width d_k: q is \(2, 5, 8\) \(d_k=8\), k is \(2, 5, 6\)"):
-        tl.scaled_dot_product_attention(torch.randn(2, 5, 8), torch.randn(2, 5, 6), torch.randn(2, 5, 6))
+    with pytest.raises(
+        ValueError, match=r"same width d_k: q is \(2, 5, 8\) \(d_k=8\), k is \(2, 5, 6\)"
+    ):
+        tl.scaled_dot_product_attention(
+            torch.randn(2, 5, 8), torch.randn(2, 5, 6), torch.randn(2, 5, 6)
+        )
 
 
 def test_error_keys_and_values_lengths_differ():
     with pytest.raises(ValueError, match="same length T_k"):
-        tl.scaled_dot_product_attention(torch.randn(2, 5, 8), torch.randn(2, 5, 8), torch.randn(2, 4, 8))
+        tl.scaled_dot_product_attention(
+            torch.randn(2, 5, 8), torch.randn(2, 5, 8), torch.randn(2, 4, 8)
+        )
 
 
 def test_error_empty_sequence():
@@ -240,16 +258,17 @@ def test_error_empty_sequence():
             mha(x, x, x, need_weights=need_weights)
 
 
-# --- the worked example, by hand --------------------------------------------------------------------
+# --- the worked example, by hand ------------------------------------------------------------------
 
 
 def test_worked_example_by_hand():
     """X is 3x4, h=2, d_k=2; W_Q = W_V = W_O = I and W_K = diag(1, 1, -1, -1), no biases.
 
-    Head 1 sees features 0-1 of each token: a1=[1,0], a2=[0,1], a3=[1,1]; head 2 sees features 2-3, the same
-    vectors, but its keys are negated. Scores are q.k / sqrt(2): head 1 row 1 is [1, 0, 1]/1.4142 =
-    [0.7071, 0, 0.7071]; exp gives [2.0281, 1, 2.0281], sum 5.0562, so weights [0.4011, 0.1978, 0.4011] and
-    output 0.4011*[1,0] + 0.1978*[0,1] + 0.4011*[1,1] = [0.8022, 0.5989]. The other rows follow the same way.
+    Head 1 sees features 0-1 of each token: a1=[1,0], a2=[0,1], a3=[1,1]; head 2 sees features 2-3,
+    the same vectors, but its keys are negated. Scores are q.k / sqrt(2): head 1 row 1 is [1, 0,
+    1]/1.4142 = [0.7071, 0, 0.7071]; exp gives [2.0281, 1, 2.0281], sum 5.0562, so weights [0.4011,
+    0.1978, 0.4011] and output 0.4011*[1,0] + 0.1978*[0,1] + 0.4011*[1,1] = [0.8022, 0.5989]. The
+    other rows follow the same way.
     """
     x = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]])[None]  # (1, 3, 4)
     mha = tl.MultiHeadAttention(d_model=4, num_heads=2, bias=False)
@@ -263,7 +282,10 @@ def test_worked_example_by_hand():
     head2_weights = [[0.2483, 0.5035, 0.2483], [0.5035, 0.2483, 0.2483], [0.4011, 0.4011, 0.1978]]
     head1_out = [[0.8022, 0.5989], [0.5989, 0.8022], [0.7517, 0.7517]]
     head2_out = [[0.4965, 0.7517], [0.7517, 0.4965], [0.5989, 0.5989]]
-    expected_out = [h1 + h2 for h1, h2 in zip(head1_out, head2_out, strict=True)]  # concatenate heads; W_O = I
+    # concatenate heads; W_O = I
+    expected_out = [h1 + h2 for h1, h2 in zip(head1_out, head2_out, strict=True)]
 
-    torch.testing.assert_close(weights[0], torch.tensor([head1_weights, head2_weights]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        weights[0], torch.tensor([head1_weights, head2_weights]), atol=1e-4, rtol=0
+    )
     torch.testing.assert_close(out[0], torch.tensor(expected_out), atol=1e-4, rtol=0)

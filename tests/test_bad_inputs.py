@@ -1,8 +1,10 @@
-"""Bad inputs and faults against the core (attention, masks, layers, encoder/decoder, model, tracing).
+"""Bad inputs and faults against the core (attention, masks, layers, encoder/decoder, model,
+tracing).
 
-Each case either raises a TypeError/ValueError whose message names the offending value or shape, or gives the
-right result with no NaN where the inputs were finite. The rules are listed in the README ("What happens
-when"); the training-side cases (data, training, checkpoints, decoding) are in test_bad_inputs_training.py.
+Each case either raises a TypeError/ValueError whose message names the offending value or shape, or
+gives the right result with no NaN where the inputs were finite. The rules are listed in the README
+("What happens when"); the training-side cases (data, training, checkpoints, decoding) are in
+test_bad_inputs_training.py.
 """
 
 import re
@@ -12,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lib as tl
-from transformer_lib.decoder import DecoderCache
-from transformer_lib.layers import LearnedPositionalEncoding
+from transformer_lib.model.decoder import DecoderCache
+from transformer_lib.model.layers import LearnedPositionalEncoding
 
 B, T, D, H = 2, 5, 16, 4
 
@@ -23,7 +25,18 @@ def qkv(*lead, dtype=torch.float32):
 
 
 def tiny_model(**changes):
-    return tl.Transformer(tl.TransformerConfig.cpu_tiny(vocab_size=12).replace(max_len=16, **changes)).eval()
+    return tl.Transformer(
+        tl.TransformerConfig.cpu_tiny(vocab_size=12).replace(max_len=16, **changes)
+    ).eval()
+
+
+def tiny_lm():
+    config = tl.LMConfig(12, d_model=D, num_heads=H, d_ff=32, num_layers=1, max_len=16)
+    return tl.DecoderOnlyLM(config).eval()
+
+
+def lm_cache(num_layers):
+    return DecoderCache.empty(num_layers, cross_attention=False)
 
 
 def mha_call(query, key=None, value=None, mask=None, module=None, need_weights=False):
@@ -41,7 +54,9 @@ CASES = {
     "attention integer q": (
         TypeError,
         "q must be a floating-point tensor, got dtype torch.int64",
-        lambda: tl.scaled_dot_product_attention(torch.ones(1, T, 8, dtype=torch.long), *list(qkv(1))[1:]),
+        lambda: tl.scaled_dot_product_attention(
+            torch.ones(1, T, 8, dtype=torch.long), *list(qkv(1))[1:]
+        ),
     ),
     "attention mixed dtypes": (
         TypeError,
@@ -63,22 +78,30 @@ CASES = {
     "attention d_k differs": (
         ValueError,
         r"q is \(2, 5, 8\) \(d_k=8\), k is \(2, 5, 6\)",
-        lambda: tl.scaled_dot_product_attention(torch.randn(2, 5, 8), torch.randn(2, 5, 6), torch.randn(2, 5, 6)),
+        lambda: tl.scaled_dot_product_attention(
+            torch.randn(2, 5, 8), torch.randn(2, 5, 6), torch.randn(2, 5, 6)
+        ),
     ),
     "attention T_k differs": (
         ValueError,
         r"k is \(2, 5, 8\), v is \(2, 4, 8\)",
-        lambda: tl.scaled_dot_product_attention(torch.randn(2, 5, 8), torch.randn(2, 5, 8), torch.randn(2, 4, 8)),
+        lambda: tl.scaled_dot_product_attention(
+            torch.randn(2, 5, 8), torch.randn(2, 5, 8), torch.randn(2, 4, 8)
+        ),
     ),
     "attention empty sequence": (
         ValueError,
         "T_q=0",
-        lambda: tl.scaled_dot_product_attention(torch.randn(2, 0, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)),
+        lambda: tl.scaled_dot_product_attention(
+            torch.randn(2, 0, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+        ),
     ),
     "attention batches differ": (
         ValueError,
         r"q \(2, 5, 8\), k \(3, 5, 8\)",
-        lambda: tl.scaled_dot_product_attention(torch.randn(2, 5, 8), torch.randn(3, 5, 8), torch.randn(3, 5, 8)),
+        lambda: tl.scaled_dot_product_attention(
+            torch.randn(2, 5, 8), torch.randn(3, 5, 8), torch.randn(3, 5, 8)
+        ),
     ),
     "attention float mask": (
         TypeError,
@@ -98,28 +121,50 @@ CASES = {
     "attention mask grows the scores": (
         ValueError,
         r"mask of shape \(3, 5, 5\) cannot broadcast to scores \(2, 5, 5\)",
-        lambda: tl.scaled_dot_product_attention(*qkv(B), mask=torch.ones(3, T, T, dtype=torch.bool)),
+        lambda: tl.scaled_dot_product_attention(
+            *qkv(B), mask=torch.ones(3, T, T, dtype=torch.bool)
+        ),
     ),
     "attention mask with wrong T_k": (
         ValueError,
         r"mask of shape \(2, 1, 7\) cannot broadcast to scores \(2, 5, 5\)",
-        lambda: tl.scaled_dot_product_attention(*qkv(B), mask=torch.ones(B, 1, 7, dtype=torch.bool)),
+        lambda: tl.scaled_dot_product_attention(
+            *qkv(B), mask=torch.ones(B, 1, 7, dtype=torch.bool)
+        ),
     ),
     "attention mask on another device": (
         ValueError,
         "mask is on meta but the scores are on cpu",
-        lambda: tl.scaled_dot_product_attention(*qkv(B), mask=torch.ones(1, T, T, dtype=torch.bool, device="meta")),
+        lambda: tl.scaled_dot_product_attention(
+            *qkv(B), mask=torch.ones(1, T, T, dtype=torch.bool, device="meta")
+        ),
     ),
     # split_heads / combine_heads
-    "split_heads num_heads=0": (ValueError, "num_heads must be >= 1, got num_heads=0", lambda: tl.split_heads(x_bt, 0)),
-    "split_heads float num_heads": (TypeError, "num_heads must be an int, got 2.0", lambda: tl.split_heads(x_bt, 2.0)),
-    "split_heads not divisible": (ValueError, "16 is not divisible by num_heads=3", lambda: tl.split_heads(x_bt, 3)),
+    "split_heads num_heads=0": (
+        ValueError,
+        "num_heads must be >= 1, got num_heads=0",
+        lambda: tl.split_heads(x_bt, 0),
+    ),
+    "split_heads float num_heads": (
+        TypeError,
+        "num_heads must be an int, got 2.0",
+        lambda: tl.split_heads(x_bt, 2.0),
+    ),
+    "split_heads not divisible": (
+        ValueError,
+        "16 is not divisible by num_heads=3",
+        lambda: tl.split_heads(x_bt, 3),
+    ),
     "split_heads 4-D input": (
         ValueError,
         r"\(B, T, h \* d\), got \(2, 4, 5, 4\)",
         lambda: tl.split_heads(torch.randn(B, H, T, 4), 4),
     ),
-    "combine_heads 3-D input": (ValueError, r"\(B, h, T, d\), got \(2, 5, 16\)", lambda: tl.combine_heads(x_bt)),
+    "combine_heads 3-D input": (
+        ValueError,
+        r"\(B, h, T, d\), got \(2, 5, 16\)",
+        lambda: tl.combine_heads(x_bt),
+    ),
     # MultiHeadAttention
     "MHA num_heads=0": (ValueError, "num_heads=0", lambda: tl.MultiHeadAttention(D, 0)),
     "MHA d_model not divisible": (
@@ -184,10 +229,22 @@ CASES = {
         r"\(B, T\) token ids, got shape \(5,\)",
         lambda: tl.padding_mask(ids[0], 0),
     ),
-    "padding_mask string pad_id": (TypeError, "pad_id must be an int, got '0'", lambda: tl.padding_mask(ids, "0")),
-    "causal_mask size 0": (ValueError, "size_q must be >= 1, got size_q=0", lambda: tl.causal_mask(0)),
+    "padding_mask string pad_id": (
+        TypeError,
+        "pad_id must be an int, got '0'",
+        lambda: tl.padding_mask(ids, "0"),
+    ),
+    "causal_mask size 0": (
+        ValueError,
+        "size_q must be >= 1, got size_q=0",
+        lambda: tl.causal_mask(0),
+    ),
     "causal_mask T_k < T_q": (ValueError, "T_q=3, T_k=2", lambda: tl.causal_mask(3, 2)),
-    "causal_mask float size": (TypeError, "size_q must be an int, got 2.5", lambda: tl.causal_mask(2.5)),
+    "causal_mask float size": (
+        TypeError,
+        "size_q must be an int, got 2.5",
+        lambda: tl.causal_mask(2.5),
+    ),
     # layers
     "LayerNorm wrong width": (
         ValueError,
@@ -214,7 +271,11 @@ CASES = {
         r"\[0, 10\), got min=0, max=12",
         lambda: tl.TokenEmbedding(10, D)(torch.tensor([[0, 12]])),
     ),
-    "embedding negative id": (ValueError, "min=-1", lambda: tl.TokenEmbedding(10, D)(torch.tensor([[-1, 3]]))),
+    "embedding negative id": (
+        ValueError,
+        "min=-1",
+        lambda: tl.TokenEmbedding(10, D)(torch.tensor([[-1, 3]])),
+    ),
     "positions past max_len": (
         ValueError,
         "positions 0..4 exceed max_len=4",
@@ -230,7 +291,11 @@ CASES = {
         "positions 3..7 exceed max_len=6 of LearnedPositionalEncoding",
         lambda: LearnedPositionalEncoding(D, max_len=6)(torch.zeros(1, T, D), start=3),
     ),
-    "sinusoidal_encoding d_model=0": (ValueError, "d_model=0", lambda: tl.sinusoidal_encoding(0, 5)),
+    "sinusoidal_encoding d_model=0": (
+        ValueError,
+        "d_model=0",
+        lambda: tl.sinusoidal_encoding(0, 5),
+    ),
     "sinusoidal_encoding float width": (
         TypeError,
         "d_model must be an int, got 16.0",
@@ -247,7 +312,11 @@ CASES = {
         r"pad_id must lie in \[0, 10\) \(src_vocab_size=10, tgt_vocab_size=10\), got pad_id=-1",
         lambda: tl.TransformerConfig(10, 10, pad_id=-1),
     ),
-    "config pad_id=vocab_size": (ValueError, "pad_id=10 ", lambda: tl.TransformerConfig(10, 10, pad_id=10)),
+    "config pad_id=vocab_size": (
+        ValueError,
+        "pad_id=10 ",
+        lambda: tl.TransformerConfig(10, 10, pad_id=10),
+    ),
     "config pad_id beyond the smaller vocabulary": (
         ValueError,
         r"pad_id must lie in \[0, 6\) \(src_vocab_size=12, tgt_vocab_size=6\), got pad_id=8",
@@ -306,7 +375,11 @@ CASES = {
         r"src must be \(B, T\) token ids, got shape \(5,\)",
         lambda: tiny_model()(ids[0], ids),
     ),
-    "Transformer float target": (TypeError, "got dtype torch.float32", lambda: tiny_model()(ids, ids.float())),
+    "Transformer float target": (
+        TypeError,
+        "got dtype torch.float32",
+        lambda: tiny_model()(ids, ids.float()),
+    ),
     "Transformer id beyond the vocabulary": (
         ValueError,
         r"\[0, 12\), got min=0, max=12",
@@ -330,7 +403,24 @@ CASES = {
     "decode with a cache of the wrong depth": (
         ValueError,
         "the cache holds 3 layers but the decoder has 1",
-        lambda: (m := tiny_model()).decode(ids[:, :1], m.encode(ids), None, cache=DecoderCache.empty(3)),
+        lambda: (m := tiny_model()).decode(
+            ids[:, :1], m.encode(ids), None, cache=DecoderCache.empty(3)
+        ),
+    ),
+    "decode with a language model's cache": (
+        ValueError,
+        r"the cache holds 0 cross-attention layers but the decoder has 1: .*model.new_cache\(\)",
+        lambda: (m := tiny_model()).decode(ids[:, :1], m.encode(ids), None, cache=lm_cache(1)),
+    ),
+    "language model with a translation model's cache": (
+        ValueError,
+        r"the cache holds 1 cross-attention layers but the encoder has 0: .*model.new_cache\(\)",
+        lambda: tiny_lm()(ids[:, :1], cache=tiny_model().new_cache()),
+    ),
+    "language model with a cache of the wrong depth": (
+        ValueError,
+        "the cache holds 3 layers but the encoder has 1",
+        lambda: tiny_lm()(ids[:, :1], cache=lm_cache(3)),
     ),
     "residual sublayer returns another shape": (
         ValueError,
@@ -339,7 +429,11 @@ CASES = {
     ),
     # runtime
     "seed True": (TypeError, "seed must be an int, got True", lambda: tl.seed_everything(True)),
-    "device that is not a name": (ValueError, "'gpu' is not a device name", lambda: tl.pick_device("gpu")),
+    "device that is not a name": (
+        ValueError,
+        "'gpu' is not a device name",
+        lambda: tl.pick_device("gpu"),
+    ),
     "device given as a number": (TypeError, "got int", lambda: tl.pick_device(3)),
     # tracing and counting
     "trace_shapes of a function": (
@@ -347,7 +441,11 @@ CASES = {
         "trace_shapes needs an nn.Module .*got function",
         lambda: tl.trace_shapes(tl.scaled_dot_product_attention),
     ),
-    "count_parameters of a dict": (TypeError, "needs an nn.Module, got dict", lambda: tl.count_parameters({"w": 1})),
+    "count_parameters of a dict": (
+        TypeError,
+        "needs an nn.Module, got dict",
+        lambda: tl.count_parameters({"w": 1}),
+    ),
 }
 
 
@@ -364,7 +462,7 @@ def test_there_are_enough_bad_inputs_here():
     assert len(CASES) >= 60
 
 
-# --- safe results: the right answer, no NaN where the inputs were finite ---------------------------------
+# --- safe results: the right answer, no NaN where the inputs were finite --------------------------
 
 
 def padded_mask():
@@ -377,7 +475,8 @@ def test_nan_in_a_padded_value_or_key_does_not_leak_through_attention():
     mask = padded_mask()[:, 0]  # (B, 1, T_k): 3-D scores need a 3-D mask
     clean, _ = tl.scaled_dot_product_attention(q, k, v, mask)
     poisoned_k, poisoned_v = k.clone(), v.clone()
-    poisoned_k.data[0, 3:], poisoned_v.data[0, 3:] = float("nan"), float("inf")  # padded positions only
+    # padded positions only
+    poisoned_k.data[0, 3:], poisoned_v.data[0, 3:] = float("nan"), float("inf")
     out, weights = tl.scaled_dot_product_attention(q, poisoned_k, poisoned_v, mask)
     torch.testing.assert_close(out, clean)
     assert torch.all(weights[0, :, 3:] == 0)
@@ -440,7 +539,8 @@ def test_autocast_inputs_of_another_dtype_are_not_refused():
 
 
 def test_a_padding_mask_in_the_documented_form_masks_each_sequence_on_its_own():
-    """The (B, T_k) mask that used to be misread as (T_q, T_k) when B == T_q, given as (B, 1, 1, T_k)."""
+    """The (B, T_k) mask that used to be misread as (T_q, T_k) when B == T_q, given as (B, 1, 1,
+    T_k)."""
     mha = tl.MultiHeadAttention(D, H).eval()
     x = torch.randn(T, T, D)  # B == T_q == T_k == 5
     keep = torch.rand(T, T) > 0.3
@@ -488,7 +588,9 @@ def test_trace_shapes_still_traces_a_module():
 def test_numpy_numbers_in_a_config_are_accepted_as_python_numbers():
     """A grid read from a CSV hands NumPy scalars; they are numbers, so the config takes them."""
     np = pytest.importorskip("numpy")
-    config = tl.TransformerConfig(np.int64(12), np.int64(12), d_model=np.int64(16), num_heads=np.int64(4), d_ff=32)
+    config = tl.TransformerConfig(
+        np.int64(12), np.int64(12), d_model=np.int64(16), num_heads=np.int64(4), d_ff=32
+    )
     assert type(config.num_heads) is int and type(config.d_model) is int
     logits = tl.Transformer(config.replace(num_layers=1, max_len=16))(ids, ids)
     assert logits.shape == (B, T, 12) and torch.isfinite(logits).all()

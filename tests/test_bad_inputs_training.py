@@ -1,6 +1,7 @@
-"""Bad inputs and faults against data, training, checkpoints and decoding (issue 15; tests/test_bad_inputs.py
-covers attention, masks, layers, the model and tracing). Each case asserts the exception type and that the
-message names the offending value or shape, or asserts the safe result."""
+"""Bad inputs and faults against data, training, checkpoints and decoding (issue 15;
+tests/test_bad_inputs.py covers attention, masks, layers, the model and tracing). Each case asserts
+the exception type and that the message names the offending value or shape, or asserts the safe
+result."""
 
 import math
 import re
@@ -10,9 +11,10 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.train import DivergenceWarning
+from transformer_lib.training.train import DivergenceWarning
 
-# ---------------------------------------------------------------------------------------------------- data
+# --------------------------------------------------------------------------------------------------
+# data
 
 
 @pytest.mark.parametrize(
@@ -48,7 +50,8 @@ def test_make_batch_of_nothing():
         tl.make_batch([], tl.Vocab("abc"))
 
 
-def test_make_batch_of_bare_strings_instead_of_pairs():  # "ab" used to unpack silently as ("a", "b")
+# "ab" used to unpack silently as ("a", "b")
+def test_make_batch_of_bare_strings_instead_of_pairs():
     with pytest.raises(TypeError, match=r"\(source text, target text\) pairs, got an element 'ab'"):
         tl.make_batch(["ab", "cd"], tl.Vocab("abcd"))
 
@@ -69,12 +72,16 @@ def test_date_range_outside_the_calendar():
 
 
 def test_date_task_with_more_held_out_days_than_days():
-    with pytest.raises(ValueError, match="below the 365 days of 2021-2021, got num_test=300, num_valid=100"):
+    with pytest.raises(
+        ValueError, match="below the 365 days of 2021-2021, got num_test=300, num_valid=100"
+    ):
         tl.DateTask(num_test=300, num_valid=100, first_year=2021, last_year=2021)
 
 
 def test_copy_task_with_an_empty_alphabet():
-    with pytest.raises(ValueError, match="alphabet must hold at least one character, got an empty string"):
+    with pytest.raises(
+        ValueError, match="alphabet must hold at least one character, got an empty string"
+    ):
         tl.CopyTask(alphabet="")
 
 
@@ -92,7 +99,9 @@ def test_copy_task_with_an_empty_or_odd_split(field, value, error, message):
 
 
 def test_copy_task_that_would_hold_out_most_strings():
-    with pytest.raises(ValueError, match="num_test \\+ num_valid = 20 is more than half of the 6 possible strings"):
+    with pytest.raises(
+        ValueError, match="num_test \\+ num_valid = 20 is more than half of the 6 possible strings"
+    ):
         tl.CopyTask(num_test=10, num_valid=10, min_len=1, max_len=2, alphabet="ab")
 
 
@@ -101,7 +110,8 @@ def test_copy_task_with_lengths_the_wrong_way_round():
         tl.CopyTask(min_len=5, max_len=3)
 
 
-# ------------------------------------------------------------------------------------------------ training
+# ------------------------------------------------------------------------------------------------
+# training
 
 
 def test_label_smoothing_with_a_target_outside_the_vocabulary():
@@ -161,7 +171,9 @@ def test_a_batch_whose_targets_are_all_padding_records_nothing():
     trainer, task = fresh_trainer()
     batch = task.train_batch(0, 4)
     batch.tgt_out.fill_(task.vocab.pad_id)
-    with pytest.raises(ValueError, match=r"batch of shape \(4, \d+\) has no target token .*pad_id=0"):
+    with pytest.raises(
+        ValueError, match=r"batch of shape \(4, \d+\) has no target token .*pad_id=0"
+    ):
         trainer.train_step(batch)
     assert trainer.step == 0 and trainer.history.token_accuracy == [] and trainer.history.loss == []
 
@@ -174,7 +186,9 @@ def test_token_accuracy_is_never_nan():
 
 def test_adam_at_lr_1e6_warns_that_training_diverges():
     trainer, task = fresh_trainer(lr=1e6)
-    with pytest.warns(DivergenceWarning, match=r"loss [\d.e+]+ at step \d+ is more than 10 times the first step's"):
+    with pytest.warns(
+        DivergenceWarning, match=r"loss [\d.e+]+ at step \d+ is more than 10 times the first step's"
+    ):
         try:
             trainer.fit(lambda s: task.train_batch(s, 16), 10, progress=False)
         except FloatingPointError as error:  # if it overflows later, that is its own clear error
@@ -212,8 +226,11 @@ def test_training_recipe_with_a_bad_field(changes, error, message):
         tl.CPU_RECIPE.replace(**changes)
 
 
-@pytest.mark.parametrize(("d_model", "warmup", "named"), [(512, 0, "warmup=0"), (0, 4000, "d_model=0")])
-def test_noam_schedule_with_no_warmup_or_no_width(d_model, warmup, named):  # was a bare ZeroDivisionError
+@pytest.mark.parametrize(
+    ("d_model", "warmup", "named"), [(512, 0, "warmup=0"), (0, 4000, "d_model=0")]
+)
+# was a bare ZeroDivisionError
+def test_noam_schedule_with_no_warmup_or_no_width(d_model, warmup, named):
     with pytest.raises(ValueError, match=f"must be >= 1, got {named}"):
         tl.noam_lr(10, d_model, warmup)
 
@@ -223,7 +240,8 @@ def test_warmup_longer_than_training():
         tl.warmup_linear_decay(1, 100, 50)
 
 
-# --------------------------------------------------------------------------------------------- checkpoints
+# ---------------------------------------------------------------------------------------------
+# checkpoints
 
 
 def two_layer_trainer(task):
@@ -251,7 +269,8 @@ def test_loading_a_checkpoint_with_more_layers_names_them_and_changes_nothing(tm
         one_layer.optimizer.state_dict()["state"][0]["exp_avg"].clone(),
     )
     with pytest.raises(
-        tl.CheckpointError, match=r"different model \(unexpected \['decoder.layers.1.*nothing was loaded"
+        tl.CheckpointError,
+        match=r"different model \(unexpected \['decoder.layers.1.*nothing was loaded",
     ):
         one_layer.load_checkpoint(path)
     assert_unchanged(one_layer.model, before)
@@ -262,11 +281,15 @@ def test_loading_a_checkpoint_with_more_layers_names_them_and_changes_nothing(tm
 def test_loading_a_checkpoint_of_another_width_names_the_shape(tmp_path):
     trainer, task = fresh_trainer()
     tl.seed_everything(0)
-    wide = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(task.vocab)).replace(d_model=32, d_ff=64))
+    wide = tl.Transformer(
+        tl.TransformerConfig.cpu_tiny(len(task.vocab)).replace(d_model=32, d_ff=64)
+    )
     optimizer, _ = tl.adam_with_warmup(wide, lr=1e-3, warmup=1, total_steps=5)
     path = tl.Trainer(wide, optimizer).save_checkpoint(tmp_path / "wide.pt")
     before = snapshot(trainer.model)
-    with pytest.raises(tl.CheckpointError, match=r"has shape \(\d+, 32\), the model's is \(\d+, 64\)"):
+    with pytest.raises(
+        tl.CheckpointError, match=r"has shape \(\d+, 32\), the model's is \(\d+, 64\)"
+    ):
         trainer.load_checkpoint(path)
     assert_unchanged(trainer.model, before)
 
@@ -300,7 +323,9 @@ def test_a_truncated_checkpoint(tmp_path):
     trainer, _ = fresh_trainer()
     path = trainer.save_checkpoint(tmp_path / "ckpt.pt")
     path.write_bytes(path.read_bytes()[:64])
-    with pytest.raises(tl.CheckpointError, match="ckpt.pt': it is truncated, corrupt or not a torch file"):
+    with pytest.raises(
+        tl.CheckpointError, match="ckpt.pt': it is truncated, corrupt or not a torch file"
+    ):
         tl.train.read_checkpoint(path)
 
 
@@ -309,7 +334,8 @@ def test_a_missing_checkpoint(tmp_path):
         tl.train.read_checkpoint(tmp_path / "missing.pt")
 
 
-# ------------------------------------------------------------------------------------------------ decoding
+# ------------------------------------------------------------------------------------------------
+# decoding
 
 
 @pytest.fixture(scope="module")
@@ -342,7 +368,9 @@ def test_beam_width_that_is_not_a_positive_whole_number(untrained, width, error,
 @pytest.mark.parametrize("temperature", [math.nan, math.inf, -math.inf, -0.5])
 def test_sampling_temperature_that_is_nan_infinite_or_negative(untrained, temperature):
     model, src = untrained
-    with pytest.raises(ValueError, match=f"finite number >= 0 \\(0 means greedy\\), got {temperature}"):
+    with pytest.raises(
+        ValueError, match=f"finite number >= 0 \\(0 means greedy\\), got {temperature}"
+    ):
         tl.sample_decode(model, src, 5, 1, 2, temperature=temperature)
 
 
@@ -361,7 +389,9 @@ def test_a_vanishing_temperature_is_greedy(untrained, temperature):
 
 def test_a_tiny_temperature_above_the_cut_gives_no_nan(untrained):
     model, src = untrained
-    sampled = tl.sample_decode(model, src, 6, 1, 2, temperature=2e-6, generator=torch.Generator().manual_seed(0))
+    sampled = tl.sample_decode(
+        model, src, 6, 1, 2, temperature=2e-6, generator=torch.Generator().manual_seed(0)
+    )
     assert torch.equal(sampled, tl.greedy_decode(model, src, 6, 1, 2))
 
 
@@ -377,7 +407,9 @@ def test_a_tiny_temperature_above_the_cut_gives_no_nan(untrained):
 )
 def test_sampling_cut_that_makes_no_sense(untrained, setting, message):
     model, src = untrained
-    with pytest.raises(TypeError if "must be an int" in message else ValueError, match=re.escape(message)):
+    with pytest.raises(
+        TypeError if "must be an int" in message else ValueError, match=re.escape(message)
+    ):
         tl.sample_decode(model, src, 5, 1, 2, **setting)
 
 
@@ -403,15 +435,23 @@ def test_decoding_length_that_is_not_a_whole_number(untrained, decode):
 def test_a_numpy_temperature_is_a_number(untrained):
     model, src = untrained
     generator = torch.Generator().manual_seed(0)
-    sampled = tl.sample_decode(model, src, 5, 1, 2, temperature=np.float32(0.5), generator=generator)
+    sampled = tl.sample_decode(
+        model, src, 5, 1, 2, temperature=np.float32(0.5), generator=generator
+    )
     assert sampled.shape[0] == 2 and sampled.dtype == torch.long
 
 
-def test_numpy_whole_numbers_are_whole_numbers(untrained):  # a grid read from a CSV hands NumPy scalars
+# a grid read from a CSV hands NumPy scalars
+def test_numpy_whole_numbers_are_whole_numbers(untrained):
     task = tl.CopyTask(num_test=np.int64(10), num_valid=np.int64(10), pad_id=np.int64(3))
     assert len(task.test_pairs) == 10 and task.vocab.pad_id == 3
-    recipe = tl.TrainingRecipe(steps=np.int64(20), batch_size=np.int32(4), lr=1e-3, warmup=np.int64(2), eps_ls=0.0)
+    recipe = tl.TrainingRecipe(
+        steps=np.int64(20), batch_size=np.int32(4), lr=1e-3, warmup=np.int64(2), eps_ls=0.0
+    )
     assert recipe.steps == 20 and type(recipe.steps) is int
     model, src = untrained
     assert len(tl.beam_search(model, src, 5, 1, 2, beam_width=np.int64(2))) == 2
-    assert torch.isfinite(tl.decode.filter_top_k_top_p(torch.randn(2, 9), top_k=np.int64(2))).sum() == 4
+    assert (
+        torch.isfinite(tl.decode.filter_top_k_top_p(torch.randn(2, 9), top_k=np.int64(2))).sum()
+        == 4
+    )

@@ -1,5 +1,5 @@
-"""The benchmark's plumbing on tiny sizes. It asserts what it measures, never how fast: timings belong to
-`python -m transformer_lib.bench`, not to tests."""
+"""The benchmark's plumbing on tiny sizes. It asserts what it measures, never how fast: timings
+belong to `python -m transformer_lib.bench`, not to tests."""
 
 import pytest
 import torch
@@ -9,8 +9,14 @@ from transformer_lib import bench
 
 
 def test_compare_attention_reports_every_variant_against_pytorch():
-    rows = bench.compare_attention(batch=2, length=8, d_model=16, num_heads=2, device=torch.device("cpu"), repeats=1)
-    assert [r["variant"].split(",")[0] for r in rows] == ["nn.MultiheadAttention(need_weights=False)", "ours", "ours"]
+    rows = bench.compare_attention(
+        batch=2, length=8, d_model=16, num_heads=2, device=torch.device("cpu"), repeats=1
+    )
+    assert [r["variant"].split(",")[0] for r in rows] == [
+        "nn.MultiheadAttention(need_weights=False)",
+        "ours",
+        "ours",
+    ]
     assert rows[0]["forward_ratio"] == 1.0
     assert all(r["forward_s"] > 0 and r["forward_backward_s"] > 0 for r in rows)
 
@@ -29,12 +35,16 @@ def test_main_prints_both_tables(capsys, monkeypatch):
     monkeypatch.setattr(
         bench,
         "compare_attention",
-        lambda **kw: compare(batch=1, length=4, d_model=8, num_heads=2, device=kw["device"], repeats=1),
+        lambda **kw: compare(
+            batch=1, length=4, d_model=8, num_heads=2, device=kw["device"], repeats=1
+        ),
     )
     monkeypatch.setattr(
         bench,
         "attention_growth",
-        lambda **kw: growth(lengths=(4,), batch=1, d_model=8, num_heads=2, device=kw["device"], repeats=1),
+        lambda **kw: growth(
+            lengths=(4,), batch=1, d_model=8, num_heads=2, device=kw["device"], repeats=1
+        ),
     )
     memory = bench.attention_memory
     monkeypatch.setattr(
@@ -46,42 +56,57 @@ def test_main_prints_both_tables(capsys, monkeypatch):
     monkeypatch.setattr(
         bench,
         "beam_search_speed",
-        lambda **kw: speed(num_sources=2, max_len=3, config=tiny_date_config(), device=kw["device"], repeats=1),
+        lambda **kw: speed(
+            num_sources=2, max_len=3, config=tiny_date_config(), device=kw["device"], repeats=1
+        ),
     )
     grouped = bench.grouped_query_decoding
     monkeypatch.setattr(
         bench,
         "grouped_query_decoding",
-        lambda **kw: grouped(new_tokens=2, batch=1, config=tiny_llama_config(), device=kw["device"], repeats=1),
+        lambda **kw: grouped(
+            new_tokens=2, batch=1, config=tiny_llama_config(), device=kw["device"], repeats=1
+        ),
     )
     throughput = bench.training_throughput
     monkeypatch.setattr(
-        bench, "training_throughput", lambda **kw: throughput(device=kw["device"], steps=1, translation_pairs=200)
+        bench,
+        "training_throughput",
+        lambda **kw: throughput(device=kw["device"], steps=1, translation_pairs=200),
     )
     bench.main(["--device", "cpu", "--repeats", "1"])
     out = capsys.readouterr().out
     assert "Training throughput" in out
     assert "Grouped-query attention" in out and "multi-query" in out and "cache bytes/token" in out
-    assert "nn.MultiheadAttention(need_weights=False)" in out and "Growth with T" in out and "Peak memory" in out
+    assert (
+        "nn.MultiheadAttention(need_weights=False)" in out
+        and "Growth with T" in out
+        and "Peak memory" in out
+    )
     assert "Beam search" in out and "one source at a time" in out and "sentences/s" in out
 
 
 def test_attention_memory_measures_a_quadratic_explicit_peak_and_a_smaller_fused_one():
-    rows = bench.attention_memory(lengths=(64, 128, 256), batch=2, d_model=32, num_heads=2, device=torch.device("cpu"))
+    rows = bench.attention_memory(
+        lengths=(64, 128, 256), batch=2, d_model=32, num_heads=2, device=torch.device("cpu")
+    )
     assert [r["T"] for r in rows] == [64, 128, 256]
     for row in rows:  # the explicit path holds at least the (B, h, T, T) weights at its peak
         assert row["explicit_peak_MiB"] >= row["weights_MiB"] > 0
         assert 0 < row["fast_peak_MiB"] < row["explicit_peak_MiB"]
-    assert rows[-1]["explicit_peak_MiB"] > 8 * rows[0]["explicit_peak_MiB"]  # x16 in T^2 over two doublings
+    # x16 in T^2 over two doublings
+    assert rows[-1]["explicit_peak_MiB"] > 8 * rows[0]["explicit_peak_MiB"]
 
 
 def test_peak_memory_counts_a_tensor_that_lives_inside_the_call():
-    peak = bench.peak_memory_MiB(lambda: torch.ones(2**20).sum(), torch.device("cpu"))  # 4 MiB, freed inside
+    # 4 MiB, freed inside
+    peak = bench.peak_memory_MiB(lambda: torch.ones(2**20).sum(), torch.device("cpu"))
     assert peak >= 4.0
 
 
 def test_peak_memory_on_the_cpu_writes_nothing_to_stderr(capfd):
-    """The profiler's native `USDT: ... profiler_start/stop` lines must not reach stderr (they clutter notebook 09)."""
+    """The profiler's native `USDT: ... profiler_start/stop` lines must not reach stderr (they
+    clutter notebook 09)."""
     peak = bench.peak_memory_MiB(lambda: torch.ones(2**18).sum(), torch.device("cpu"))
     captured = capfd.readouterr()
     assert peak > 0
@@ -90,7 +115,9 @@ def test_peak_memory_on_the_cpu_writes_nothing_to_stderr(capfd):
 
 def test_recipe_mode_reports_time_and_exact_match(capsys, monkeypatch):
     monkeypatch.setattr(
-        bench, "recipe_check", lambda: {"train_s": 31.5, "valid_exact_match": 0.998, "test_exact_match": 1.0}
+        bench,
+        "recipe_check",
+        lambda: {"train_s": 31.5, "valid_exact_match": 0.998, "test_exact_match": 1.0},
     )
     bench.main(["--recipe"])
     out = capsys.readouterr().out
@@ -104,7 +131,9 @@ def test_recipe_check_trains_the_date_task_and_scores_both_held_out_splits(monke
     monkeypatch.setattr(
         bench,
         "train_task",
-        lambda task, seed, progress: tl.train_task(task, steps=20, warmup=5, seed=seed, progress=progress),
+        lambda task, seed, progress: tl.train_task(
+            task, steps=20, warmup=5, seed=seed, progress=progress
+        ),
     )
     result = bench.recipe_check()
     assert set(result) == {"train_s", "valid_exact_match", "test_exact_match"}
@@ -114,9 +143,12 @@ def test_recipe_check_trains_the_date_task_and_scores_both_held_out_splits(monke
 def test_time_call_summarises_the_runs_as_asked(monkeypatch):
     clock = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])  # three runs of 3, 1 and 2 "seconds"
     monkeypatch.setattr(bench.time, "perf_counter", lambda: next(clock))
-    assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0, summary=min) == 1.0
+    assert (
+        bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0, summary=min) == 1.0
+    )
     clock = iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])
-    assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0) == 2.0  # the median by default
+    # the median by default
+    assert bench.time_call(lambda: None, torch.device("cpu"), repeats=3, warmup=0) == 2.0
 
 
 def tiny_date_config():
@@ -125,11 +157,20 @@ def tiny_date_config():
 
 def test_beam_search_speed_times_both_modes_on_the_same_sources():
     rows = bench.beam_search_speed(
-        num_sources=3, beam_width=2, max_len=4, config=tiny_date_config(), device=torch.device("cpu"), repeats=1
+        num_sources=3,
+        beam_width=2,
+        max_len=4,
+        config=tiny_date_config(),
+        device=torch.device("cpu"),
+        repeats=1,
     )
     assert [r["mode"] for r in rows] == ["batched (one call)", "one source at a time"]
-    assert all(r["seconds"] > 0 and r["sentences_per_s"] == pytest.approx(3 / r["seconds"]) for r in rows)
-    assert rows[1]["speedup"] == 1.0 and rows[0]["speedup"] == pytest.approx(rows[1]["seconds"] / rows[0]["seconds"])
+    assert all(
+        r["seconds"] > 0 and r["sentences_per_s"] == pytest.approx(3 / r["seconds"]) for r in rows
+    )
+    assert rows[1]["speedup"] == 1.0 and rows[0]["speedup"] == pytest.approx(
+        rows[1]["seconds"] / rows[0]["seconds"]
+    )
     assert all(r["same_outputs"] for r in rows)  # batching changes the speed, never the search
 
 
@@ -138,11 +179,16 @@ def tiny_llama_config():
 
 
 def test_grouped_query_decoding_shrinks_the_cache_by_the_ratio_of_key_value_heads():
-    rows = bench.grouped_query_decoding(new_tokens=3, batch=2, config=tiny_llama_config(), device=torch.device("cpu"),
-                                        repeats=1)
+    rows = bench.grouped_query_decoding(
+        new_tokens=3, batch=2, config=tiny_llama_config(), device=torch.device("cpu"), repeats=1
+    )
     assert [r["kv_heads"] for r in rows] == [4, 1]  # h, then h/4 = 1 = multi-query, listed once
     by_heads = {r["kv_heads"]: r for r in rows}
     assert by_heads[4]["kind"] == "multi-head" and by_heads[1]["kind"] == "multi-query"
     # 2 (k and v) * 1 layer * h_kv * d_k (4) * 4 bytes
-    assert by_heads[4]["cache_bytes_per_token"] == 2 * 1 * 4 * 4 * 4 == 4 * by_heads[1]["cache_bytes_per_token"]
+    assert (
+        by_heads[4]["cache_bytes_per_token"]
+        == 2 * 1 * 4 * 4 * 4
+        == 4 * by_heads[1]["cache_bytes_per_token"]
+    )
     assert all(r["ms_per_token"] > 0 for r in rows)

@@ -1,7 +1,8 @@
-"""The self-checks: every buggy variant in notebook 08 is caught by its check, every correct one passes.
+"""The self-checks: every buggy variant in notebook 08 is caught by its check, every correct one
+passes.
 
-The variants are read from the notebook itself (cells starting ``# BUG: check_x`` or ``# FIX: check_x``), so
-the notebook and this test cannot drift apart.
+The variants are read from the notebook itself (cells starting ``# BUG: check_x`` or
+``# FIX: check_x``), so the notebook and this test cannot drift apart.
 """
 
 import ast
@@ -21,9 +22,11 @@ NOTEBOOK = pathlib.Path(__file__).parent.parent / "notebooks" / "08_debugging_at
 
 
 def notebook_variants():
-    """(kind, check name, defined name) for every BUG/FIX cell that defines code, plus the namespace it lives in.
+    """(kind, check name, defined name) for every BUG/FIX cell that defines code, plus the namespace
+    it lives in.
 
-    Only the cells' definitions run here (a marked cell may also call its check, on names defined elsewhere)."""
+    Only the cells' definitions run here (a marked cell may also call its check, on names defined
+    elsewhere)."""
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     namespace = {"math": math, "torch": torch, "F": F, "nn": nn, "tl": tl}
     variants, marked = [], []
@@ -33,8 +36,13 @@ def notebook_variants():
         if first.startswith(("# BUG:", "# FIX:")):
             kind, check = first[2:5], first.split(":", 1)[1].strip()
             marked.append((kind, check))
-            definitions = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
-            exec(compile(ast.Module(definitions, type_ignores=[]), "<notebook 08>", "exec"), namespace)
+            definitions = [
+                n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef | ast.ClassDef)
+            ]
+            exec(
+                compile(ast.Module(definitions, type_ignores=[]), "<notebook 08>", "exec"),
+                namespace,
+            )
             variants += [(kind, check, definitions[-1].name)] if definitions else []
     return variants, marked, namespace
 
@@ -45,18 +53,25 @@ VARIANTS, MARKED, NAMESPACE = notebook_variants()
 def test_the_notebook_covers_every_classic_bug():
     bugs = {check for kind, check in MARKED if kind == "BUG"}
     assert sum(kind == "BUG" for kind, _ in MARKED) >= 10
-    classic = {"check_attention", "check_combine_heads", "check_multi_head_attention", "check_positional_encoding"}
+    classic = {
+        "check_attention",
+        "check_combine_heads",
+        "check_multi_head_attention",
+        "check_positional_encoding",
+    }
     assert classic <= bugs <= set(tl.checks.__all__)
-    assert classic <= {check for kind, check in MARKED if kind == "FIX"}  # each classic bug has a fix that passes
+    # each classic bug has a fix that passes
+    assert classic <= {check for kind, check in MARKED if kind == "FIX"}
 
 
 def test_the_registry_is_the_one_source_of_the_public_checks_and_their_entries():
-    """Every public check comes from an entry file and has an explicit signature and a docstring; every entry
-    belongs to a public check, under one (check, variant) key; every exercise names a public check, with options
-    that check takes, in the entry file of its own notebook."""
+    """Every public check comes from an entry file and has an explicit signature and a docstring;
+    every entry belongs to a public check, under one (check, variant) key; every exercise names a
+    public check, with options that check takes; exercises and questions sit in their notebook's
+    entry file, one per number."""
     import inspect
 
-    from transformer_lib.checks import registry
+    from transformer_lib.teaching.checks import registry
 
     public = registry.checks()
     assert set(tl.checks.__all__) == {"CheckResult", *public}
@@ -68,11 +83,18 @@ def test_the_registry_is_the_one_source_of_the_public_checks_and_their_entries()
     assert {check for check, _ in registry.entries()} == set(public)
     assert all(key == (entry.check, entry.variant) for key, entry in registry.entries().items())
     numbers = [(exercise.notebook, exercise.number) for exercise in registry.exercises()]
-    assert len(numbers) == len(set(numbers)) and numbers == sorted(numbers, key=lambda n: (n[0], int(n[1])))
+    assert len(numbers) == len(set(numbers)) and numbers == sorted(
+        numbers, key=lambda n: (n[0], int(n[1]))
+    )
+    asked = [(question.notebook, question.number) for question in registry.questions()]
+    assert len(asked) == len(set(asked)) and not set(asked) & set(numbers)
     for module in registry.entry_files():
+        for item in [*module.EXERCISES, *getattr(module, "QUESTIONS", ())]:
+            assert module.__name__.split(".")[-1][2:4] == item.notebook, item
         for exercise in module.EXERCISES:
-            assert module.__name__.split(".")[-1][2:4] == exercise.notebook, exercise
-            assert set(exercise.options) <= set(inspect.signature(public[exercise.check]).parameters), exercise
+            assert set(exercise.options) <= set(
+                inspect.signature(public[exercise.check]).parameters
+            ), exercise
 
 
 def test_checks_load_only_on_first_use():
@@ -80,20 +102,24 @@ def test_checks_load_only_on_first_use():
     import sys
 
     code = (
-        "import sys, transformer_lib as tl; assert 'transformer_lib.checks' not in sys.modules; "
+        "import sys, transformer_lib as tl; assert 'transformer_lib.teaching.checks' not in "
+        "sys.modules; "
         "assert tl.checks.check_noam_lr(tl.noam_lr)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def tiny_config():
-    return tl.TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=16, num_heads=2, d_ff=32, num_layers=1)
+    return tl.TransformerConfig(
+        src_vocab_size=8, tgt_vocab_size=8, d_model=16, num_heads=2, d_ff=32, num_layers=1
+    )
 
 
 @pytest.mark.parametrize(("kind", "check", "name"), VARIANTS, ids=[v[2] for v in VARIANTS])
 def test_notebook_variant_is_judged_right(kind, check, name):
     code = NAMESPACE[name]
-    if check == "check_causal_decoder" and isinstance(code, type):  # the check takes a model: build a small one
+    # the check takes a model: build a small one
+    if check == "check_causal_decoder" and isinstance(code, type):
         code = code(tiny_config())
     result = getattr(tl.checks, check)(code)
     assert bool(result) == (kind == "FIX"), result.message
@@ -123,14 +149,20 @@ def test_the_library_itself_passes(check):
 
 
 def test_positional_encoding_table_form_takes_d_model_first():
-    assert tl.checks.check_positional_encoding(lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n))
-    flipped = tl.checks.check_positional_encoding(lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n).flip(1))
+    assert tl.checks.check_positional_encoding(
+        lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n)
+    )
+    flipped = tl.checks.check_positional_encoding(
+        lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n).flip(1)
+    )
     assert not flipped and "Hint" in flipped.message
 
 
 def test_cached_causal_mask_check():
     assert tl.checks.check_causal_mask(lambda q, k: tl.causal_mask(q, k), with_cache=True)
-    result = tl.checks.check_causal_mask(lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), with_cache=True)
+    result = tl.checks.check_causal_mask(
+        lambda q, k: torch.ones(q, k, dtype=torch.bool).tril(), with_cache=True
+    )
     assert "sees every cached token" in result.message
 
 
@@ -138,7 +170,11 @@ def test_cached_causal_mask_check():
     ("check", "buggy", "phrase"),
     [
         ("check_split_heads", lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
-        ("check_split_heads", lambda x, h: x.view(x.size(0), x.size(1), h, -1), "heads axis must come before T"),
+        (
+            "check_split_heads",
+            lambda x, h: x.view(x.size(0), x.size(1), h, -1),
+            "heads axis must come before T",
+        ),
         ("check_causal_mask", lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "not the past"),
         ("check_causal_mask", lambda t: torch.ones(t, t).tril(), "dtype torch.float32"),
         ("check_causal_mask", lambda t: torch.ones(t, t, dtype=torch.bool).tril(-1), "see itself"),
@@ -151,19 +187,26 @@ def test_cached_causal_mask_check():
         ("check_temperature_softmax", lambda logits, t: (logits * t).softmax(-1), "multiplied"),
         (
             "check_shard_loss",
-            lambda logits, target, n, p: F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0),
+            lambda logits, target, n, p: F.cross_entropy(
+                logits.flatten(0, 1), target.flatten(), ignore_index=0
+            ),
             "own tokens",
         ),
         (
             "check_shard_loss",
             lambda logits, target, n, p: (
-                F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum") / n
+                F.cross_entropy(
+                    logits.flatten(0, 1), target.flatten(), ignore_index=0, reduction="sum"
+                )
+                / n
             ),
             "times too small",
         ),
         (
             "check_attention",
-            lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q * math.sqrt(q.size(-1)), k, v, mask),
+            lambda q, k, v, mask=None: tl.scaled_dot_product_attention(
+                q * math.sqrt(q.size(-1)), k, v, mask
+            ),
             "sqrt(d_k)",
         ),
     ],
@@ -176,10 +219,15 @@ def test_other_classic_mistakes_are_named(check, buggy, phrase):
 class LayerNormUnbiased(nn.Module):
     def __init__(self, d_model):
         super().__init__()
-        self.weight, self.bias = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+        self.weight, self.bias = (
+            nn.Parameter(torch.ones(d_model)),
+            nn.Parameter(torch.zeros(d_model)),
+        )
 
     def forward(self, x):
-        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5) * self.weight + self.bias
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+            x.var(-1, keepdim=True) + 1e-5
+        ) * self.weight + self.bias
 
 
 class FeedForwardNoRelu(nn.Module):
@@ -196,7 +244,7 @@ def test_layer_norm_and_feed_forward_mistakes_are_named():
     assert "without the ReLU" in tl.checks.check_feed_forward(FeedForwardNoRelu).message
 
 
-# --- the mistakes the old checks missed ----------------------------------------------------------------
+# --- the mistakes the old checks missed -----------------------------------------------------------
 
 
 def one_mask_for_the_batch(q, k, v, mask=None):
@@ -207,7 +255,12 @@ class BiasFreeMHA(nn.Module):
     def __init__(self, d_model, num_heads):
         super().__init__()
         self.mha = tl.MultiHeadAttention(d_model, num_heads, bias=False)
-        self.w_q, self.w_k, self.w_v, self.w_o = self.mha.w_q, self.mha.w_k, self.mha.w_v, self.mha.w_o
+        self.w_q, self.w_k, self.w_v, self.w_o = (
+            self.mha.w_q,
+            self.mha.w_k,
+            self.mha.w_v,
+            self.mha.w_o,
+        )
 
     def forward(self, query, key, value, mask=None):
         return self.mha(query, key, value, mask)
@@ -230,7 +283,9 @@ def test_attention_checks_see_per_sequence_masks_and_the_opposite_polarity():
     result = tl.checks.check_attention(one_mask_for_the_batch)
     assert not result and "first sequence's mask" in result.message
     opposite = tl.checks.check_attention(
-        lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, None if mask is None else ~mask)
+        lambda q, k, v, mask=None: tl.scaled_dot_product_attention(
+            q, k, v, None if mask is None else ~mask
+        )
     )
     assert not opposite and "opposite polarity" in opposite.message
 
@@ -252,7 +307,9 @@ class TablePlainAttribute(nn.Module):
 
 def test_positional_encoding_module_must_keep_its_table_in_a_buffer():
     result = tl.checks.check_positional_encoding(TablePlainAttribute)
-    assert not result and "plain attribute" in result.message and "register_buffer" in result.message
+    assert (
+        not result and "plain attribute" in result.message and "register_buffer" in result.message
+    )
 
 
 class EncoderLayerNoAttentionResidual(nn.Module):
@@ -293,11 +350,15 @@ def test_layer_checks_name_missing_residuals_and_wrong_cross_attention_masks():
 
 
 class GainShiftNorm(nn.Module):
-    """A correct LayerNorm whose parameters are named ``gain`` and ``shift``, not nn.LayerNorm's names."""
+    """A correct LayerNorm whose parameters are named ``gain`` and ``shift``, not nn.LayerNorm's
+    names."""
 
     def __init__(self, d_model):
         super().__init__()
-        self.gain, self.shift = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+        self.gain, self.shift = (
+            nn.Parameter(torch.ones(d_model)),
+            nn.Parameter(torch.zeros(d_model)),
+        )
 
     def forward(self, x):
         return F.layer_norm(x, x.shape[-1:]) * self.gain + self.shift
@@ -315,10 +376,13 @@ class EncoderLayerWithGainShiftNorms(nn.Module):
 
 
 def test_layer_checks_name_layer_norm_parameters_they_cannot_read():
-    """Issue #29, 3: the exercise names the gain and shift `weight` and `bias`; the LayerNorm check says so at once
-    (it used to compare other names with a fresh LayerNorm, where a misplaced gain or shift passed)."""
+    """Issue #29, 3: the exercise names the gain and shift `weight` and `bias`; the LayerNorm check
+    says so at once (it used to compare other names with a fresh LayerNorm, where a misplaced gain
+    or shift passed)."""
     result = tl.checks.check_layer_norm(GainShiftNorm)
-    assert not result and "`weight` and `bias`" in result.message and "`gain` (8,)" in result.message, result.message
+    assert (
+        not result and "`weight` and `bias`" in result.message and "`gain` (8,)" in result.message
+    ), result.message
     result = tl.checks.check_encoder_layer(EncoderLayerWithGainShiftNorms)
     assert not result and "`weight` and `bias`" in result.message
 
@@ -344,7 +408,7 @@ def test_causal_decoder_and_shifted_targets_checks():
     assert not unshifted and "not shifted" in unshifted.message
 
 
-# --- robustness: student code can never make a check raise ---------------------------------------------
+# --- robustness: student code can never make a check raise ----------------------------------------
 
 
 def _broken_functions(reference):
@@ -393,7 +457,9 @@ def _robustness_cases():
     cases = []
     for exercise in solutions.EXERCISES:
         solution = solutions.solution(exercise.notebook, exercise.name)
-        broken = _broken_classes(solution) if isinstance(solution, type) else _broken_functions(solution)
+        broken = (
+            _broken_classes(solution) if isinstance(solution, type) else _broken_functions(solution)
+        )
         cases += [(exercise.check, exercise.options, kind, code) for kind, code in broken.items()]
     cases += [
         ("check_causal_decoder", {}, kind, cls(True))
@@ -404,14 +470,19 @@ def _robustness_cases():
         ("check_shifted_targets", {}, kind, code)
         for kind, code in _broken_functions(lambda tgt: (tgt[:, :-1], tgt[:, 1:])).items()
     ]
-    # public checks that no exercise grades any more (notebook 11 asks for the loss and the sampling loop instead)
+    # public checks that no exercise grades any more (notebook 11 asks for the loss and the sampling
+    # loop instead)
     cases += [
         ("check_gpt_block", {}, kind, code)
-        for kind, code in _broken_functions(lambda layer, x: layer(x, tl.causal_mask(x.size(1)))).items()
+        for kind, code in _broken_functions(
+            lambda layer, x: layer(x, tl.causal_mask(x.size(1)))
+        ).items()
     ]
     cases += [
         ("check_lm_parameter_count", {}, kind, code)
-        for kind, code in _broken_functions(lambda c: tl.count_parameters(tl.DecoderOnlyLM(c))["total"]).items()
+        for kind, code in _broken_functions(
+            lambda c: tl.count_parameters(tl.DecoderOnlyLM(c))["total"]
+        ).items()
     ]
     return cases
 
@@ -420,13 +491,15 @@ ROBUSTNESS = _robustness_cases()
 
 
 def test_robustness_covers_every_check():
-    assert {check for check, *_ in ROBUSTNESS} == {name for name in tl.checks.__all__ if name.startswith("check_")}
+    assert {check for check, *_ in ROBUSTNESS} == {
+        name for name in tl.checks.__all__ if name.startswith("check_")
+    }
 
 
 def _compares_gradients(check: str, code, options: dict) -> bool:
-    """Whether the entry behind ``check`` (for this kind of code and these options) has a case that compares
-    gradients."""
-    from transformer_lib.checks import engine, registry
+    """Whether the entry behind ``check`` (for this kind of code and these options) has a case that
+    compares gradients."""
+    from transformer_lib.teaching.checks import engine, registry
 
     variant = "with_cache" if options.get("with_cache") else engine.DEFAULT
     if check == "check_positional_encoding":
@@ -443,7 +516,8 @@ def test_student_code_never_makes_a_check_raise(check, options, kind, code):
     assert isinstance(result, tl.checks.CheckResult) and result.message
     if kind == "None":
         assert not result and "None" in result.message, result.message
-    elif kind == "no_grad":  # checks that compare gradients say so; the others pass (a mask needs no gradient)
+    # checks that compare gradients say so; the others pass (a mask needs no gradient)
+    elif kind == "no_grad":
         if _compares_gradients(check, code, options):
             assert not result and "carries no gradient" in result.message, result.message
         else:
@@ -455,7 +529,8 @@ def test_student_code_never_makes_a_check_raise(check, options, kind, code):
 
 
 def test_student_code_that_changes_the_callers_input_in_place_is_named():
-    """Issue #29, 5: scaling the caller's q in place changes the caller's tensor (and k and v in self-attention)."""
+    """Issue #29, 5: scaling the caller's q in place changes the caller's tensor (and k and v in
+    self-attention)."""
 
     def scale_in_place(q, k, v, mask=None):
         q.div_(math.sqrt(q.size(-1)))  # the scaling done on the caller's tensor
@@ -465,7 +540,11 @@ def test_student_code_that_changes_the_callers_input_in_place_is_named():
         return scores.softmax(-1) @ v
 
     result = tl.checks.check_attention(scale_in_place)
-    assert not result and "changed its input tensor number 1" in result.message and "in place" in result.message
+    assert (
+        not result
+        and "changed its input tensor number 1" in result.message
+        and "in place" in result.message
+    )
 
     def scale_a_copy(q, k, v, mask=None):  # the same arithmetic on a tensor of its own: right
         q = q.clone()
@@ -493,7 +572,8 @@ def test_multi_head_attention_check_names_the_opposite_polarity():
 
 
 def buggy_layer(decoder: bool, bug: str) -> type:
-    """A learner's encoder or decoder layer (nn.LayerNorm, tl.MultiHeadAttention) with one named bug."""
+    """A learner's encoder or decoder layer (nn.LayerNorm, tl.MultiHeadAttention) with one named
+    bug."""
 
     class Layer(nn.Module):
         def __init__(self, d_model, num_heads, d_ff, norm_first=False):
@@ -505,16 +585,29 @@ def buggy_layer(decoder: bool, bug: str) -> type:
             self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
             self.norm3 = nn.LayerNorm(d_model) if decoder else None
 
-        def forward(self, x, *arguments):  # encoder: (mask); decoder: (memory, tgt_mask, memory_mask)
+        # encoder: (mask); decoder: (memory, tgt_mask, memory_mask)
+        def forward(self, x, *arguments):
             padded = (*arguments, None, None) if decoder else (None, *arguments, None, None)
             memory, tgt_mask, memory_mask = padded[:3]
             self_mask = None if bug == "self mask" else tgt_mask
-            cross_mask = {"cross mask": None, "cross gets the target mask": tgt_mask}.get(bug, memory_mask)
-            sublayers = [("self residual", self.norm1, lambda y: self.self_attn(y, y, y, self_mask)[0])]
+            cross_mask = {"cross mask": None, "cross gets the target mask": tgt_mask}.get(
+                bug, memory_mask
+            )
+            sublayers = [
+                ("self residual", self.norm1, lambda y: self.self_attn(y, y, y, self_mask)[0])
+            ]
             if decoder:
                 cross = self.cross_attn
-                sublayers.append(("cross residual", self.norm2, lambda y: cross(y, memory, memory, cross_mask)[0]))
-            sublayers.append(("ffn residual", self.norm3 if decoder else self.norm2, self.feed_forward))
+                sublayers.append(
+                    (
+                        "cross residual",
+                        self.norm2,
+                        lambda y: cross(y, memory, memory, cross_mask)[0],
+                    )
+                )
+            sublayers.append(
+                ("ffn residual", self.norm3 if decoder else self.norm2, self.feed_forward)
+            )
             for name, norm, sublayer in sublayers:
                 y = sublayer(norm(x) if self.norm_first else x)
                 y = y if bug == name else x + y
@@ -594,13 +687,17 @@ def test_multi_head_attention_check_names_a_frozen_parameter():
     assert not result and "w_o.weight'] have requires_grad=False" in result.message, result.message
 
 
-@pytest.mark.parametrize("check", ["check_cross_attention", "check_multi_head_attention", "check_generate"])
+@pytest.mark.parametrize(
+    "check", ["check_cross_attention", "check_multi_head_attention", "check_generate"]
+)
 def test_a_check_leaves_the_learners_random_state_alone(check):
-    """Building the student's module (its initial weights) and the check's own fixed modules draw random numbers;
-    none of them may move the learner's seeded stream."""
+    """Building the student's module (its initial weights) and the check's own fixed modules draw
+    random numbers; none of them may move the learner's seeded stream."""
     import solutions
 
-    code = next(solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check)
+    code = next(
+        solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check
+    )
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
@@ -620,37 +717,51 @@ def test_a_warning_of_student_code_is_shown_and_the_check_still_judges():
 
 
 def test_table3_check_reports_a_row_that_fails_to_train(monkeypatch):
-    def out_of_memory(answer, results):  # what a row with d_model=100000 meets while its model is built
+    # what a row with d_model=100000 meets while its model is built
+    def out_of_memory(answer, results):
         raise RuntimeError("DefaultCPUAllocator: can't allocate memory")
 
-    monkeypatch.setattr(tl.experiments, "judge_own_row", out_of_memory)
+    from transformer_lib.teaching.checks import nb10_paper_experiments
+
+    monkeypatch.setattr(nb10_paper_experiments, "judge_own_row", out_of_memory)
     result = tl.checks.check_table3_row(lambda: ({"d_model": 100_000}, "lower"))
-    assert not result and "could not be trained (RuntimeError: DefaultCPUAllocator" in result.message, result.message
+    assert (
+        not result and "could not be trained (RuntimeError: DefaultCPUAllocator" in result.message
+    ), result.message
 
 
 class ZeroGainNorm(nn.Module):
-    """A LayerNorm whose gain starts at 0 (and shift at 1): every output is the shift, whatever the input."""
+    """A LayerNorm whose gain starts at 0 (and shift at 1): every output is the shift, whatever the
+    input."""
 
     def __init__(self, d_model):
         super().__init__()
-        self.weight, self.bias = nn.Parameter(torch.zeros(d_model)), nn.Parameter(torch.ones(d_model))
+        self.weight, self.bias = (
+            nn.Parameter(torch.zeros(d_model)),
+            nn.Parameter(torch.ones(d_model)),
+        )
 
     def forward(self, x):
         return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
 
 
-def test_layer_norm_check_names_a_gain_that_does_not_start_at_one():  # it used to pass: the check set them itself
+# it used to pass: the check set them itself
+def test_layer_norm_check_names_a_gain_that_does_not_start_at_one():
     result = tl.checks.check_layer_norm(ZeroGainNorm)
-    assert not result and "gain `weight` starts at 1 and its shift `bias` at 0" in result.message, result.message
+    assert not result and "gain `weight` starts at 1 and its shift `bias` at 0" in result.message, (
+        result.message
+    )
 
 
 def test_check_mask_tokens_accepts_a_correct_recipe_that_draws_in_another_order():
-    """Exactly round(rate * n) picks per row, chosen with randperm: correct, and its shares differ from the
-    library's own draw by more than sampling noise around the expectation would allow."""
+    """Exactly round(rate * n) picks per row, chosen with randperm: correct, and its shares differ
+    from the library's own draw by more than sampling noise around the expectation would allow."""
 
     def per_row(tokens, mask_id, vocab_size, special_ids, rate, generator):
         inputs, targets = tokens.clone(), torch.full_like(tokens, -100)
-        allowed = torch.tensor([i for i in range(vocab_size) if i not in special_ids and i != mask_id])
+        allowed = torch.tensor(
+            [i for i in range(vocab_size) if i not in special_ids and i != mask_id]
+        )
         for b in range(tokens.size(0)):
             pos = (~torch.isin(tokens[b], torch.tensor(special_ids))).nonzero()[:, 0]
             chosen = pos[torch.randperm(len(pos), generator=generator)[: round(rate * len(pos))]]
@@ -658,7 +769,9 @@ def test_check_mask_tokens_accepts_a_correct_recipe_that_draws_in_another_order(
             action = torch.rand(len(chosen), generator=generator)
             inputs[b, chosen[action < 0.8]] = mask_id
             swapped = chosen[(action >= 0.8) & (action < 0.9)]
-            inputs[b, swapped] = allowed[torch.randint(len(allowed), (len(swapped),), generator=generator)]
+            inputs[b, swapped] = allowed[
+                torch.randint(len(allowed), (len(swapped),), generator=generator)
+            ]
         return inputs, targets
 
     assert tl.checks.check_mask_tokens(per_row)
@@ -672,7 +785,7 @@ def test_check_lm_parameter_count_accepts_a_numpy_integer():
     assert tl.checks.check_lm_parameter_count(count)
 
 
-# --- what a fresh review found: each promise, tested on the code that broke it ---------------------------
+# --- what a fresh review found: each promise, tested on the code that broke it --------------------
 
 
 class MisspelledForward(nn.Module):
@@ -680,13 +793,16 @@ class MisspelledForward(nn.Module):
         super().__init__()
         self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
 
-    def foward(self, query, key, value, mask=None):  # the typo: nn.Module raises NotImplementedError itself
+    # the typo: nn.Module raises NotImplementedError itself
+    def foward(self, query, key, value, mask=None):
         return query
 
 
 def test_only_the_stubs_own_not_implemented_error_means_not_implemented_yet():
     result = tl.checks.check_multi_head_attention(MisspelledForward)
-    assert not result and "not implemented yet" not in result.message and "spelling" in result.message
+    assert (
+        not result and "not implemented yet" not in result.message and "spelling" in result.message
+    )
 
     def meta_attention(q, k, v, mask=None):
         torch.empty(2, device="meta").cpu()  # PyTorch's own NotImplementedError
@@ -709,35 +825,52 @@ def test_the_causal_decoder_check_survives_a_broken_model_and_restores_every_mod
     model = tl.Transformer(tiny_config()).train()
     model.src_embed.eval()
     assert tl.checks.check_causal_decoder(model)
-    assert model.training and not model.src_embed.training and all(m.training for m in model.decoder.modules())
+    assert (
+        model.training
+        and not model.src_embed.training
+        and all(m.training for m in model.decoder.modules())
+    )
 
 
-@pytest.mark.parametrize("check", ["check_attention", "check_multi_head_attention", "check_encoder_layer",
-                                   "check_decoder_layer"])
+@pytest.mark.parametrize(
+    "check",
+    ["check_attention", "check_multi_head_attention", "check_encoder_layer", "check_decoder_layer"],
+)
 def test_a_check_called_under_autocast_still_passes_a_correct_answer(check):
     import solutions
 
-    code = next(solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check)
+    code = next(
+        solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check
+    )
     with torch.autocast("cpu", dtype=torch.bfloat16):
         result = getattr(tl.checks, check)(code)
     assert result, result.message
 
 
-@pytest.mark.parametrize(("check", "code"), [
-    ("check_temperature_softmax", lambda logits, t: ((logits / t).softmax(-1), "junk")),
-    ("check_split_heads", lambda x, h: (tl.split_heads(x, h), None)),
-    ("check_positional_encoding", lambda d, n: (tl.sinusoidal_encoding(d_model=d, max_len=n), 0)),
-    ("check_label_smoothing", lambda *args: (tl.smoothed_targets(*args), 1)),
-])
+@pytest.mark.parametrize(
+    ("check", "code"),
+    [
+        ("check_temperature_softmax", lambda logits, t: ((logits / t).softmax(-1), "junk")),
+        ("check_split_heads", lambda x, h: (tl.split_heads(x, h), None)),
+        (
+            "check_positional_encoding",
+            lambda d, n: (tl.sinusoidal_encoding(d_model=d, max_len=n), 0),
+        ),
+        ("check_label_smoothing", lambda *args: (tl.smoothed_targets(*args), 1)),
+    ],
+)
 def test_a_tuple_is_no_answer_where_the_form_is_one_tensor(check, code):
     result = getattr(tl.checks, check)(code)
     assert not result and "got tuple" in result.message, result.message
 
 
-@pytest.mark.parametrize("make_mask", [
-    lambda t: torch.ones(t, t, dtype=torch.bool).tril().flatten(),
-    lambda t: torch.ones(t, t, dtype=torch.bool).tril()[:, None],
-])
+@pytest.mark.parametrize(
+    "make_mask",
+    [
+        lambda t: torch.ones(t, t, dtype=torch.bool).tril().flatten(),
+        lambda t: torch.ones(t, t, dtype=torch.bool).tril()[:, None],
+    ],
+)
 def test_the_causal_mask_check_accepts_only_the_two_documented_shapes(make_mask):
     assert not tl.checks.check_causal_mask(make_mask)
 
@@ -745,22 +878,37 @@ def test_the_causal_mask_check_accepts_only_the_two_documented_shapes(make_mask)
 def _mha_variant(forward):
     import solutions
 
-    return type("Variant", (solutions.solution("02", "MyMultiHeadAttention"),), {"forward": forward})
+    return type(
+        "Variant", (solutions.solution("02", "MyMultiHeadAttention"),), {"forward": forward}
+    )
 
 
 def test_forgotten_output_projection_and_shared_key_projection_get_their_hints():
     def no_output_projection(self, query, key, value, mask=None):
-        heads = tl.scaled_dot_product_attention(*(tl.split_heads(w(t), self.num_heads) for w, t in
-                                                  ((self.w_q, query), (self.w_k, key), (self.w_v, value))), mask)[0]
+        heads = tl.scaled_dot_product_attention(
+            *(
+                tl.split_heads(w(t), self.num_heads)
+                for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+            ),
+            mask,
+        )[0]
         return tl.combine_heads(heads)
 
     def query_projection_for_keys(self, query, key, value, mask=None):
-        q, k, v = (tl.split_heads(w(t), self.num_heads) for w, t in ((self.w_q, query), (self.w_q, key),
-                                                                     (self.w_v, value)))
+        q, k, v = (
+            tl.split_heads(w(t), self.num_heads)
+            for w, t in ((self.w_q, query), (self.w_q, key), (self.w_v, value))
+        )
         return self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0]))
 
-    assert "w_o was not applied" in tl.checks.check_multi_head_attention(_mha_variant(no_output_projection)).message
-    assert "projected with w_q" in tl.checks.check_multi_head_attention(_mha_variant(query_projection_for_keys)).message
+    assert (
+        "w_o was not applied"
+        in tl.checks.check_multi_head_attention(_mha_variant(no_output_projection)).message
+    )
+    assert (
+        "projected with w_q"
+        in tl.checks.check_multi_head_attention(_mha_variant(query_projection_for_keys)).message
+    )
 
 
 def test_cross_attention_with_queries_from_the_memory_gets_its_hint():
@@ -778,11 +926,15 @@ def test_cross_attention_with_queries_from_the_memory_gets_its_hint():
 
 def test_targets_of_zero_instead_of_ignore_index_get_their_hint():
     def zero_targets(tokens, mask_id, vocab_size, special_ids, rate, generator):
-        inputs, targets = tl.lm.mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, generator)
+        inputs, targets = tl.lm.mask_tokens(
+            tokens, mask_id, vocab_size, special_ids, rate, generator
+        )
         return inputs, torch.where(targets == tl.lm.IGNORE_INDEX, 0, targets)
 
     result = tl.checks.check_mask_tokens(zero_targets)
-    assert not result and "IGNORE_INDEX" in result.message and "target 0" in result.message, result.message
+    assert not result and "IGNORE_INDEX" in result.message and "target 0" in result.message, (
+        result.message
+    )
 
 
 def test_exit_in_student_code_is_reported():
@@ -799,7 +951,9 @@ def test_a_students_warning_is_shown_once_however_often_the_check_runs(recwarn):
         warnings.warn("shown once", UserWarning, stacklevel=1)
         return tl.scaled_dot_product_attention(q, k, v, mask)
 
-    assert tl.checks.check_attention(attention_that_warns) and tl.checks.check_attention(attention_that_warns)
+    assert tl.checks.check_attention(attention_that_warns) and tl.checks.check_attention(
+        attention_that_warns
+    )
     assert sum("shown once" in str(w.message) for w in recwarn) == 1
 
 
@@ -812,9 +966,13 @@ class ScrambledOutput(nn.Module):
         self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
 
     def forward(self, query, key, value, mask=None):
-        q, k, v = (tl.split_heads(w(t), self.num_heads) for w, t in ((self.w_q, query), (self.w_k, key),
-                                                                     (self.w_v, value)))
-        return self.w_o(self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0])))
+        q, k, v = (
+            tl.split_heads(w(t), self.num_heads)
+            for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
+        return self.w_o(
+            self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0]))
+        )
 
 
 def test_a_check_says_the_same_thing_whatever_the_learners_seed_and_leaves_every_stream_alone():
@@ -831,7 +989,7 @@ def test_a_check_says_the_same_thing_whatever_the_learners_seed_and_leaves_every
     assert len(messages) == 1, messages
 
 
-# --- a second fresh review -------------------------------------------------------------------------------
+# --- a second fresh review ------------------------------------------------------------------------
 
 
 def test_a_stub_in_any_form_and_in_a_helper_is_not_implemented_yet():
@@ -839,7 +997,8 @@ def test_a_stub_in_any_form_and_in_a_helper_is_not_implemented_yet():
         raise NotImplementedError("todo")
 
     def one_line(q, k, v, mask=None):
-        if True: raise NotImplementedError  # noqa: E701
+        if True:
+            raise NotImplementedError
 
     assert "not implemented yet" in tl.checks.check_attention(todo).message
     assert "not implemented yet" in tl.checks.check_attention(one_line).message
@@ -864,10 +1023,13 @@ def test_a_not_implemented_error_from_the_standard_library_is_no_stub():
     import logging
 
     def attention(q, k, v, mask=None):
-        logging.Handler().emit(None)  # an abstract method: the standard library raises NotImplementedError
+        # an abstract method: the standard library raises NotImplementedError
+        logging.Handler().emit(None)
 
     result = tl.checks.check_attention(attention)
-    assert not result and "raised NotImplementedError: emit must be implemented" in result.message, result.message
+    assert (
+        not result and "raised NotImplementedError: emit must be implemented" in result.message
+    ), result.message
 
 
 def test_warnings_are_shown_even_when_student_code_raises(recwarn):
@@ -892,9 +1054,13 @@ def test_the_causal_decoder_check_refuses_nan_and_wrongly_shaped_logits():
         return logits
 
     assert not tl.checks.check_causal_decoder(leaks_but_nan_first)
-    time_first = tl.checks.check_causal_decoder(lambda src, tgt: torch.zeros(tgt.size(1), tgt.size(0), 4))
+    time_first = tl.checks.check_causal_decoder(
+        lambda src, tgt: torch.zeros(tgt.size(1), tgt.size(0), 4)
+    )
     assert not time_first and "(B, T) = (2, 5)" in time_first.message, time_first.message
-    assert not tl.checks.check_causal_decoder(lambda src, tgt: torch.zeros(tgt.size(0), tgt.size(1) - 1, 4))
+    assert not tl.checks.check_causal_decoder(
+        lambda src, tgt: torch.zeros(tgt.size(0), tgt.size(1) - 1, 4)
+    )
 
 
 def test_a_model_built_under_inference_mode_passes_the_causal_decoder_check():
@@ -905,7 +1071,8 @@ def test_a_model_built_under_inference_mode_passes_the_causal_decoder_check():
 
 
 class NumpyWeights(ScrambledOutput):
-    """Weights drawn from NumPy's global stream, then scrambled: a wrong module whose numbers depend on it."""
+    """Weights drawn from NumPy's global stream, then scrambled: a wrong module whose numbers depend
+    on it."""
 
     def __init__(self, d_model, num_heads):
         super().__init__(d_model, num_heads)
@@ -939,11 +1106,23 @@ def test_any_base_exception_but_keyboard_interrupt_becomes_a_message():
     assert not result and "Odd: odd" in result.message
 
 
-@pytest.mark.parametrize(("mistake", "words"), [
-    (lambda q, k, v, mask=None: (tl.scaled_dot_product_attention(q, k, v, mask)[::-1]), "(weights, output)"),
-    (lambda q, k, v, mask=None: (q @ k.transpose(-2, -1) / math.sqrt(v.size(-1))).softmax(-1) @ v
-     if mask is None else tl.scaled_dot_product_attention(q, k, v, mask)[0], "sqrt(d_v)"),
-])
+@pytest.mark.parametrize(
+    ("mistake", "words"),
+    [
+        (
+            lambda q, k, v, mask=None: tl.scaled_dot_product_attention(q, k, v, mask)[::-1],
+            "(weights, output)",
+        ),
+        (
+            lambda q, k, v, mask=None: (
+                (q @ k.transpose(-2, -1) / math.sqrt(v.size(-1))).softmax(-1) @ v
+                if mask is None
+                else tl.scaled_dot_product_attention(q, k, v, mask)[0]
+            ),
+            "sqrt(d_v)",
+        ),
+    ],
+)
 def test_more_attention_mistakes_get_their_hints(mistake, words):
     result = tl.checks.check_attention(mistake)
     assert not result and words in result.message, result.message
@@ -964,11 +1143,16 @@ def test_values_through_w_k_and_swapped_decoder_masks_get_their_hints():
     import solutions
 
     def values_through_keys(self, query, key, value, mask=None):
-        q, k, v = (tl.split_heads(w(t), self.num_heads) for w, t in ((self.w_q, query), (self.w_k, key),
-                                                                     (self.w_k, value)))
+        q, k, v = (
+            tl.split_heads(w(t), self.num_heads)
+            for w, t in ((self.w_q, query), (self.w_k, key), (self.w_k, value))
+        )
         return self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0]))
 
-    assert "projected with w_k" in tl.checks.check_multi_head_attention(_mha_variant(values_through_keys)).message
+    assert (
+        "projected with w_k"
+        in tl.checks.check_multi_head_attention(_mha_variant(values_through_keys)).message
+    )
 
     class SwappedMasks(solutions.solution("05", "MyDecoderLayer")):
         def forward(self, x, memory, tgt_mask=None, memory_mask=None):
@@ -985,7 +1169,7 @@ def test_a_wrong_tuple_from_mask_tokens_names_its_items():
     assert not result and "got (int, int)" in result.message, result.message
 
 
-# --- issue #29: wrong answers that passed, and hostile ones that made a check raise ---------------------
+# --- issue #29: wrong answers that passed, and hostile ones that made a check raise ---------------
 
 
 def _solution(notebook, name):
@@ -995,7 +1179,8 @@ def _solution(notebook, name):
 
 
 class HeadsOfWidthH(nn.Module):
-    """Multi-head attention that splits into d_k heads of h features: equal to the right one when h == d_k."""
+    """Multi-head attention that splits into d_k heads of h features: equal to the right one when h
+    == d_k."""
 
     def __init__(self, d_model, num_heads):
         super().__init__()
@@ -1004,12 +1189,16 @@ class HeadsOfWidthH(nn.Module):
 
     def forward(self, query, key, value, mask=None):
         heads = self.w_q.out_features // self.width
-        q, k, v = (tl.split_heads(w(t), heads) for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        q, k, v = (
+            tl.split_heads(w(t), heads)
+            for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value))
+        )
         return self.w_o(tl.combine_heads(tl.scaled_dot_product_attention(q, k, v, mask)[0]))
 
 
 def layer_with(decoder: bool, attention: type, index_zero: bool) -> type:
-    """The reference layer with the learner's ``attention`` class; ``index_zero``: its result is read with ``[0]``."""
+    """The reference layer with the learner's ``attention`` class; ``index_zero``: its result is
+    read with ``[0]``."""
     base = _solution("05", "MyDecoderLayer") if decoder else _solution("04", "MyEncoderLayer")
 
     class Layer(base):
@@ -1027,7 +1216,8 @@ def layer_with(decoder: bool, attention: type, index_zero: bool) -> type:
 
         def forward(self, *args):
             out = self.inner(*args)
-            return out if index_zero else (out, None)  # the layer takes [0]: batch element 0, or the output
+            # the layer takes [0]: batch element 0, or the output
+            return out if index_zero else (out, None)
 
     class Wrapped(Layer):
         def __init__(self, d_model, num_heads, d_ff, norm_first=False):
@@ -1039,14 +1229,19 @@ def layer_with(decoder: bool, attention: type, index_zero: bool) -> type:
     return Wrapped
 
 
-@pytest.mark.parametrize("check", ["check_multi_head_attention", "check_encoder_layer", "check_decoder_layer"])
+@pytest.mark.parametrize(
+    "check", ["check_multi_head_attention", "check_encoder_layer", "check_decoder_layer"]
+)
 def test_d_k_heads_of_width_h_are_named_where_h_differs_from_d_k(check):
-    """Issue #29, 1: with d_model=16, h=4 (h == d_k) a module with the two swapped passed every check."""
+    """Issue #29, 1: with d_model=16, h=4 (h == d_k) a module with the two swapped passed every
+    check."""
     code = {"check_multi_head_attention": HeadsOfWidthH}.get(check) or layer_with(
         check == "check_decoder_layer", HeadsOfWidthH, index_zero=False
     )
     result = getattr(tl.checks, check)(code)
-    assert not result and "d_k heads of h features" in result.message and "h=3" in result.message, result.message
+    assert not result and "d_k heads of h features" in result.message and "h=3" in result.message, (
+        result.message
+    )
 
 
 def test_multi_head_attention_compares_the_weights_it_returns():
@@ -1055,8 +1250,17 @@ def test_multi_head_attention_compares_the_weights_it_returns():
     class WithWeights(nn.Module):
         def __init__(self, d_model, num_heads, average=False, wrong=False):
             super().__init__()
-            self.attn, self.average, self.wrong = tl.MultiHeadAttention(d_model, num_heads), average, wrong
-            self.w_q, self.w_k, self.w_v, self.w_o = self.attn.w_q, self.attn.w_k, self.attn.w_v, self.attn.w_o
+            self.attn, self.average, self.wrong = (
+                tl.MultiHeadAttention(d_model, num_heads),
+                average,
+                wrong,
+            )
+            self.w_q, self.w_k, self.w_v, self.w_o = (
+                self.attn.w_q,
+                self.attn.w_k,
+                self.attn.w_v,
+                self.attn.w_o,
+            )
 
         def forward(self, query, key, value, mask=None):
             out, weights = self.attn(query, key, value, mask, need_weights=True)
@@ -1081,23 +1285,44 @@ def _layer_norm(forward) -> type:
     class Norm(nn.Module):
         def __init__(self, d_model):
             super().__init__()
-            self.weight, self.bias = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+            self.weight, self.bias = (
+                nn.Parameter(torch.ones(d_model)),
+                nn.Parameter(torch.zeros(d_model)),
+            )
 
         def normalised(self, x, eps=1e-5):
-            return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)
+            return (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+                x.var(-1, unbiased=False, keepdim=True) + eps
+            )
 
     Norm.forward = forward
     return Norm
 
 
-@pytest.mark.parametrize(("forward", "words"), [
-    (lambda self, x: self.normalised(x, 0.0) * self.weight + self.bias, "no eps"),
-    (lambda self, x: (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + 1e-5) * self.weight
-     + self.bias, "outside the square root"),
-    (lambda self, x: self.normalised(x) * self.weight * self.weight + self.bias, "gain was applied twice"),
-    (lambda self, x: (self.normalised(x) + self.bias) * self.weight, "shift was added before the gain"),
-    (lambda self, x: self.normalised(x * self.weight) + self.bias, "before normalising"),
-])
+@pytest.mark.parametrize(
+    ("forward", "words"),
+    [
+        (lambda self, x: self.normalised(x, 0.0) * self.weight + self.bias, "no eps"),
+        (
+            lambda self, x: (
+                (x - x.mean(-1, keepdim=True))
+                / (x.std(-1, unbiased=False, keepdim=True) + 1e-5)
+                * self.weight
+                + self.bias
+            ),
+            "outside the square root",
+        ),
+        (
+            lambda self, x: self.normalised(x) * self.weight * self.weight + self.bias,
+            "gain was applied twice",
+        ),
+        (
+            lambda self, x: (self.normalised(x) + self.bias) * self.weight,
+            "shift was added before the gain",
+        ),
+        (lambda self, x: self.normalised(x * self.weight) + self.bias, "before normalising"),
+    ],
+)
 def test_layer_norm_mistakes_that_passed_are_named(forward, words):
     """Issue #29, 3: no eps (every case had variance >= 1.59), and a gain or shift misplaced."""
     result = tl.checks.check_layer_norm(_layer_norm(forward))
@@ -1106,19 +1331,21 @@ def test_layer_norm_mistakes_that_passed_are_named(forward, words):
 
 def test_a_difference_always_shows_in_the_numbers_printed():
     """Issue #29, 3: "expected 2.106, got 2.106" for a difference of 1.3e-4."""
-    from transformer_lib.checks import engine
+    from transformer_lib.teaching.checks import engine
 
     assert engine._pair(2.1061, 2.10623) == ("2.1061", "2.1062")
     assert engine._pair(1.0, 1.0 + 1e-12) == ("1", "1.000000000001")
-    result = tl.checks.check_layer_norm(_layer_norm(lambda self, x: self.normalised(x) * self.weight + self.bias
-                                                    + 1.3e-4))
+    result = tl.checks.check_layer_norm(
+        _layer_norm(lambda self, x: self.normalised(x) * self.weight + self.bias + 1.3e-4)
+    )
     shown = result.message.split("expected ")[1].split(". Hint")[0]
     want, have = shown.split(", got ")
     assert not result and want != have, result.message
 
 
 def test_one_layer_norm_shared_by_two_sublayers_is_named():
-    """Issue #29, 4: with fresh norms (gain 1, shift 0) a shared LayerNorm computed the same thing."""
+    """Issue #29, 4: with fresh norms (gain 1, shift 0) a shared LayerNorm computed the same
+    thing."""
 
     class Shared(_solution("04", "MyEncoderLayer")):
         def __init__(self, d_model, num_heads, d_ff, norm_first=False):
@@ -1130,7 +1357,8 @@ def test_one_layer_norm_shared_by_two_sublayers_is_named():
 
     class SecondNormUnused(_solution("04", "MyEncoderLayer")):
         def forward(self, x, mask=None):
-            self.norm2 = self.norm1  # the feed-forward gets norm1 (the attribute norm2 is set back below)
+            # the feed-forward gets norm1 (the attribute norm2 is set back below)
+            self.norm2 = self.norm1
             try:
                 return super().forward(x, mask)
             finally:
@@ -1140,7 +1368,8 @@ def test_one_layer_norm_shared_by_two_sublayers_is_named():
 
 
 def test_a_query_that_sees_no_key_must_get_zeros_not_nan():
-    """Issue #29, 5 (the in-place half: test_student_code_that_changes_the_callers_input_in_place_is_named)."""
+    """Issue #29, 5 (the in-place half:
+    test_student_code_that_changes_the_callers_input_in_place_is_named)."""
 
     def nan_rows(q, k, v, mask=None):
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
@@ -1174,14 +1403,20 @@ def test_a_decoder_layer_with_a_causal_mask_of_its_own_is_named():
             return super().forward(x, memory, tl.causal_mask(x.size(1)), memory_mask)
 
     result = tl.checks.check_decoder_layer(OwnCausalMask)
-    assert not result and "causal mask of its own" in result.message and "left padding" in result.message
+    assert (
+        not result
+        and "causal mask of its own" in result.message
+        and "left padding" in result.message
+    )
 
 
 def test_shifted_targets_take_any_pair_and_refuse_float_ids():
     """Issue #29, 8."""
     assert tl.checks.check_shifted_targets(lambda tgt: [tgt[:, :-1], tgt[:, 1:]])
     result = tl.checks.check_shifted_targets(lambda tgt: (tgt[:, :-1].float(), tgt[:, 1:].float()))
-    assert not result and "dtype torch.float32" in result.message and "integers" in result.message, result.message
+    assert (
+        not result and "dtype torch.float32" in result.message and "integers" in result.message
+    ), result.message
 
 
 @pytest.mark.parametrize("check", ["check_gpt_block", "check_cross_attention"])
@@ -1190,8 +1425,12 @@ def test_student_code_that_changes_a_shared_module_cannot_change_the_reference(c
 
     def drops_the_mask_for_every_caller(module, x, *rest):
         forward = module.forward
-        module.forward = lambda *args: forward(*args[:3]) if check == "check_cross_attention" else forward(args[0])
-        return module(x, rest[0], rest[0], rest[1]) if rest else module(x, tl.causal_mask(x.size(1)))
+        module.forward = lambda *args: (
+            forward(*args[:3]) if check == "check_cross_attention" else forward(args[0])
+        )
+        return (
+            module(x, rest[0], rest[0], rest[1]) if rest else module(x, tl.causal_mask(x.size(1)))
+        )
 
     result = getattr(tl.checks, check)(drops_the_mask_for_every_caller)
     assert not result, result.message
@@ -1256,11 +1495,19 @@ def _warns_unprintably(*args, **kwargs):
 HOSTILE = {
     "exception whose str and repr raise": ("check_attention", _raises(_Unprintable())),
     "exception whose str is no string": ("check_attention", _raises(_NotAStringException())),
-    "base exception whose str raises": ("check_attention", _raises(type("Odd", (BaseException,),
-                                                                        {"__str__": _Unprintable.__str__})())),
+    "base exception whose str raises": (
+        "check_attention",
+        _raises(type("Odd", (BaseException,), {"__str__": _Unprintable.__str__})()),
+    ),
     "warning whose str raises": ("check_attention", _warns_unprintably),
-    "result whose shape raises": ("check_attention", lambda q, k, v, mask=None: torch.zeros(2).as_subclass(_NoShape)),
-    "result whose repr and float raise": ("check_noam_lr", lambda step, d_model, warmup: _Unrepresentable()),
+    "result whose shape raises": (
+        "check_attention",
+        lambda q, k, v, mask=None: torch.zeros(2).as_subclass(_NoShape),
+    ),
+    "result whose repr and float raise": (
+        "check_noam_lr",
+        lambda step, d_model, warmup: _Unrepresentable(),
+    ),
     "class whose repr raises": ("check_multi_head_attention", _Unrepresentable()),
     "stub class with __module__ None": ("check_multi_head_attention", _ModuleNone),
     "stub function whose exception cannot print": ("check_split_heads", _raises(_Unprintable())),
@@ -1269,7 +1516,8 @@ HOSTILE = {
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_hostile_but_possible_code_never_makes_a_check_raise(kind):
-    """Issue #29, 10: what student code hands back is formatted defensively; a check never raises."""
+    """Issue #29, 10: what student code hands back is formatted defensively; a check never
+    raises."""
     import warnings
 
     check, code = HOSTILE[kind]
@@ -1278,23 +1526,33 @@ def test_hostile_but_possible_code_never_makes_a_check_raise(kind):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = getattr(tl.checks, check)(code)
-    except BaseException as exc:  # what escaped may not even print: name its type only, outside the handler
+    # what escaped may not even print: name its type only, outside the handler
+    except BaseException as exc:
         escaped = type(exc).__name__
     if escaped:
         pytest.fail(f"{check} raised {escaped}", pytrace=False)
-    assert isinstance(result, tl.checks.CheckResult) and not result and result.message.startswith(("❌", "⏳"))
+    assert (
+        isinstance(result, tl.checks.CheckResult)
+        and not result
+        and result.message.startswith(("❌", "⏳"))
+    )
     if kind == "stub class with __module__ None":
         assert "not implemented yet" in result.message, result.message
 
 
 @pytest.mark.parametrize("setting", ["meta device", "float16", "float64"])
-@pytest.mark.parametrize("check", ["check_attention", "check_multi_head_attention", "check_layer_norm",
-                                   "check_decoder_layer"])
+@pytest.mark.parametrize(
+    "check",
+    ["check_attention", "check_multi_head_attention", "check_layer_norm", "check_decoder_layer"],
+)
 def test_a_check_runs_in_float32_on_the_cpu_whatever_the_learner_set(check, setting):
-    """Issue #29, 11: correct code failed after `torch.set_default_device("meta")` or a float16 default dtype."""
+    """Issue #29, 11: correct code failed after `torch.set_default_device("meta")` or a float16
+    default dtype."""
     import solutions
 
-    code = next(solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check)
+    code = next(
+        solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check
+    )
     dtype = torch.get_default_dtype()
     try:
         if setting == "meta device":
@@ -1307,13 +1565,16 @@ def test_a_check_runs_in_float32_on_the_cpu_whatever_the_learner_set(check, sett
         torch.set_default_device(None)
         torch.set_default_dtype(dtype)
     assert result, result.message
-    assert after == ((torch.device("meta"), dtype) if setting == "meta device" else (torch.device("cpu"),
-                                                                                     getattr(torch, setting)))
+    assert after == (
+        (torch.device("meta"), dtype)
+        if setting == "meta device"
+        else (torch.device("cpu"), getattr(torch, setting))
+    )
 
 
 def test_a_check_leaves_global_settings_as_it_found_them():
-    """Issue #29, 11: whatever student code sets, the default device, deterministic-algorithms flag, thread count,
-    anomaly mode and recursion limit are as before."""
+    """Issue #29, 11: whatever student code sets, the default device, deterministic-algorithms flag,
+    thread count, anomaly mode and recursion limit are as before."""
     import sys
 
     def meddles(q, k, v, mask=None):
@@ -1324,12 +1585,22 @@ def test_a_check_leaves_global_settings_as_it_found_them():
         sys.setrecursionlimit(limit + 1000)
         raise ValueError("and then a bug")
 
-    before = (torch.get_default_device(), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(),
-              torch.is_anomaly_enabled(), sys.getrecursionlimit())
+    before = (
+        torch.get_default_device(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.get_num_threads(),
+        torch.is_anomaly_enabled(),
+        sys.getrecursionlimit(),
+    )
     threads, limit = before[2], before[4]
     assert not tl.checks.check_attention(meddles)
-    after = (torch.get_default_device(), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(),
-             torch.is_anomaly_enabled(), sys.getrecursionlimit())
+    after = (
+        torch.get_default_device(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.get_num_threads(),
+        torch.is_anomaly_enabled(),
+        sys.getrecursionlimit(),
+    )
     assert after == before
 
 
@@ -1347,22 +1618,33 @@ def test_a_causal_decoder_whose_train_forgets_to_return_self_passes():
 
 @pytest.mark.parametrize("decoder", [False, True])
 def test_an_attention_returning_the_output_alone_read_with_index_zero_is_named(decoder):
-    """Issue #29, 12: `self.self_attn(...)[0]` on notebook 02's module (which may return the output alone) takes
-    batch element 0; without `[0]` the same module is right."""
+    """Issue #29, 12: `self.self_attn(...)[0]` on notebook 02's module (which may return the output
+    alone) takes batch element 0; without `[0]` the same module is right."""
     mha = _solution("02", "MyMultiHeadAttention")
     check = tl.checks.check_decoder_layer if decoder else tl.checks.check_encoder_layer
     result = check(layer_with(decoder, mha, index_zero=True))
-    assert not result and "returns the output alone" in result.message and "batch element 0" in result.message
+    assert (
+        not result
+        and "returns the output alone" in result.message
+        and "batch element 0" in result.message
+    )
     assert check(layer_with(decoder, mha, index_zero=False))
 
 
-@pytest.mark.parametrize("forward", [
-    lambda self, x: F.layer_norm(x, x.shape[-1:], self.weight, self.bias, 1e-5),
-    lambda self, x: (x - x.mean(-1, keepdim=True)) * torch.rsqrt(
-        (x * x).mean(-1, keepdim=True) - x.mean(-1, keepdim=True) ** 2 + 1e-5) * self.weight + self.bias,
-])
+@pytest.mark.parametrize(
+    "forward",
+    [
+        lambda self, x: F.layer_norm(x, x.shape[-1:], self.weight, self.bias, 1e-5),
+        lambda self, x: (
+            (x - x.mean(-1, keepdim=True))
+            * torch.rsqrt((x * x).mean(-1, keepdim=True) - x.mean(-1, keepdim=True) ** 2 + 1e-5)
+            * self.weight
+            + self.bias
+        ),
+    ],
+)
 def test_every_correct_way_of_writing_layer_norm_passes_the_near_constant_tokens(forward):
-    """The near-constant tokens sit near 0, so float32 rounding (even E[x^2] - E[x]^2) stays far inside the
-    tolerance."""
+    """The near-constant tokens sit near 0, so float32 rounding (even E[x^2] - E[x]^2) stays far
+    inside the tolerance."""
     result = tl.checks.check_layer_norm(_layer_norm(forward))
     assert result, result.message

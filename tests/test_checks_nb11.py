@@ -1,5 +1,5 @@
-"""Notebook 11's checks: the next-token loss, the sampling loop and BERT's masking recipe. Each classic mistake
-gets its own hint; correct code written another way passes."""
+"""Notebook 11's checks: the next-token loss, the sampling loop and BERT's masking recipe. Each
+classic mistake gets its own hint; correct code written another way passes."""
 
 from functools import partial
 
@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lib as tl
-from transformer_lib.checks import nb11_gpt_and_bert as entries
+from transformer_lib.teaching.checks import nb11_gpt_and_bert as entries
 
-# --- the next-token loss ----------------------------------------------------------------------------------------
+# --- the next-token loss --------------------------------------------------------------------------
 
 
 def loss_by_hand(logits, tokens, pad_id):
@@ -23,7 +23,9 @@ def loss_by_hand(logits, tokens, pad_id):
 
 
 def loss_with_view(logits, tokens, pad_id):
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), tokens[:, 1:].view(-1), ignore_index=pad_id)
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.size(-1)), tokens[:, 1:].view(-1), ignore_index=pad_id
+    )
 
 
 def loss_unflattened(logits, tokens, pad_id):
@@ -37,12 +39,20 @@ def test_a_loss_written_by_hand_passes():
 @pytest.mark.parametrize(
     ("code", "words"),
     [
-        (lambda lg, tk, pad: F.cross_entropy(lg.flatten(0, 1), tk.flatten(), ignore_index=pad), "no shift"),
         (
-            lambda lg, tk, pad: F.cross_entropy(lg[:, 1:].flatten(0, 1), tk[:, :-1].flatten(), ignore_index=pad),
+            lambda lg, tk, pad: F.cross_entropy(lg.flatten(0, 1), tk.flatten(), ignore_index=pad),
+            "no shift",
+        ),
+        (
+            lambda lg, tk, pad: F.cross_entropy(
+                lg[:, 1:].flatten(0, 1), tk[:, :-1].flatten(), ignore_index=pad
+            ),
             "the wrong way",
         ),
-        (lambda lg, tk, pad: F.cross_entropy(lg[:, :-1].flatten(0, 1), tk[:, 1:].flatten()), "counts padding"),
+        (
+            lambda lg, tk, pad: F.cross_entropy(lg[:, :-1].flatten(0, 1), tk[:, 1:].flatten()),
+            "counts padding",
+        ),
         (partial(entries._masked_mean, by="inputs"), "read from the inputs"),
         (partial(entries._masked_mean, over_all=True), "divides by every position"),
         (
@@ -52,7 +62,9 @@ def test_a_loss_written_by_hand_passes():
             "a sum",
         ),
         (
-            lambda lg, tk, pad: F.cross_entropy(lg[:, :-1].flatten(0, 1), tk[:, 1:].flatten(), ignore_index=0),
+            lambda lg, tk, pad: F.cross_entropy(
+                lg[:, :-1].flatten(0, 1), tk[:, 1:].flatten(), ignore_index=0
+            ),
             "the `pad_id` argument",
         ),
         (lambda lg, tk, pad: entries._next_token_loss(lg, tk, pad).item(), "`.item()`"),
@@ -65,11 +77,12 @@ def test_each_classic_loss_mistake_gets_its_hint(code, words):
     assert not result and words in result.message, result.message
 
 
-# --- the sampling loop --------------------------------------------------------------------------------------------
+# --- the sampling loop ----------------------------------------------------------------------------
 
 
 def gumbel_max(model, prompt, max_new_tokens, temperature, generator):
-    """Right, without multinomial: the argmax of logits / T plus Gumbel noise is a sample of softmax(logits / T)."""
+    """Right, without multinomial: the argmax of logits / T plus Gumbel noise is a sample of
+    softmax(logits / T)."""
     tokens = prompt
     for _ in range(max_new_tokens):
         logits = model(tokens[:, -model.config.max_len :])[:, -1] / temperature
@@ -78,7 +91,12 @@ def gumbel_max(model, prompt, max_new_tokens, temperature, generator):
     return tokens
 
 
-def sampler(*, context=lambda tokens, n: tokens[:, -n:], weights=lambda logits, t: (logits / t).softmax(-1), rng=True):
+def sampler(
+    *,
+    context=lambda tokens, n: tokens[:, -n:],
+    weights=lambda logits, t: (logits / t).softmax(-1),
+    rng=True,
+):
     def generate(model, prompt, max_new_tokens, temperature, generator):
         tokens = prompt
         for _ in range(max_new_tokens):
@@ -92,16 +110,23 @@ def sampler(*, context=lambda tokens, n: tokens[:, -n:], weights=lambda logits, 
 
 def test_a_sampler_written_another_way_passes_and_the_reference_solution_uses_lm_generates_crop():
     assert tl.checks.check_generate(gumbel_max)
-    assert tl.checks.check_generate(sampler(weights=lambda logits, t: (logits / t).exp()))  # unnormalised weights
+    # unnormalised weights
+    assert tl.checks.check_generate(sampler(weights=lambda logits, t: (logits / t).exp()))
 
 
 @pytest.mark.parametrize(
     ("code", "words"),
     [
         (sampler(weights=lambda logits, t: logits / t), "sampled from the logits"),
-        (sampler(weights=lambda logits, t: (logits / t).log_softmax(-1)), "not logits nor log-probabilities"),
+        (
+            sampler(weights=lambda logits, t: (logits / t).log_softmax(-1)),
+            "not logits nor log-probabilities",
+        ),
         (sampler(weights=lambda logits, t: logits.softmax(-1)), "temperature was ignored"),
-        (sampler(weights=lambda logits, t: (logits * t).softmax(-1)), "multiplied by the temperature"),
+        (
+            sampler(weights=lambda logits, t: (logits * t).softmax(-1)),
+            "multiplied by the temperature",
+        ),
         (sampler(context=lambda tokens, n: tokens), "the last max_len tokens"),
         (sampler(context=lambda tokens, n: tokens[:, :n]), "the *first* max_len tokens"),
         (sampler(rng=False), "global stream"),
@@ -115,7 +140,7 @@ def test_each_classic_sampling_mistake_gets_its_hint(code, words):
     assert not result and words in result.message, result.message
 
 
-# --- BERT's masking recipe ------------------------------------------------------------------------------------
+# --- BERT's masking recipe ------------------------------------------------------------------------
 
 
 def masking(*, pick=None, action=None, replacement="fresh", vocabulary="whole"):
@@ -126,7 +151,8 @@ def masking(*, pick=None, action=None, replacement="fresh", vocabulary="whole"):
         index = torch.arange(tokens.numel()).view(tokens.shape)
         if pick == "stripes":
             picked = maskable & (index % 7 == 0)
-        elif pick == "shifted stripes":  # a random phase: not the same for every generator, still stripes
+        # a random phase: not the same for every generator, still stripes
+        elif pick == "shifted stripes":
             picked = maskable & (index % 7 == torch.randint(7, (), generator=generator))
         else:
             picked = maskable & (torch.rand(tokens.shape, generator=generator) < rate)
@@ -134,12 +160,17 @@ def masking(*, pick=None, action=None, replacement="fresh", vocabulary="whole"):
             draw = (picked.flatten().cumsum(0).view(tokens.shape) % 10).float() / 10
         else:
             draw = torch.rand(tokens.shape, generator=generator)
-        if vocabulary == "whole":  # BERT's released code: any id, special tokens and [MASK] included
+        # BERT's released code: any id, special tokens and [MASK] included
+        if vocabulary == "whole":
             candidates = torch.arange(vocab_size)
         else:
-            candidates = torch.tensor([i for i in range(vocab_size) if i not in (*special_ids, mask_id)])
+            candidates = torch.tensor(
+                [i for i in range(vocab_size) if i not in (*special_ids, mask_id)]
+            )
         shape = (1,) if replacement == "one" else tokens.shape
-        random_ids = candidates[torch.randint(len(candidates), shape, generator=generator)].expand(tokens.shape)
+        random_ids = candidates[torch.randint(len(candidates), shape, generator=generator)].expand(
+            tokens.shape
+        )
         if replacement == "next id":  # nothing random at all
             random_ids = candidates[(tokens + 1) % len(candidates)]
         inputs = torch.where(picked & (draw < 0.8), mask_id, tokens)
@@ -159,7 +190,10 @@ def test_berts_whole_vocabulary_replacement_passes_as_does_the_restricted_one():
     [
         (masking(replacement="one", vocabulary="non-special"), "repeat one token"),
         (masking(pick="stripes", action="counter"), "picked positions follow a pattern"),
-        (masking(pick="stripes", action="counter", replacement="next id"), "nothing in it is random"),
+        (
+            masking(pick="stripes", action="counter", replacement="next id"),
+            "nothing in it is random",
+        ),
         (masking(pick="shifted stripes"), "picked positions follow a pattern"),
         (masking(action="counter"), "split follows a pattern"),
     ],
@@ -171,7 +205,8 @@ def test_a_recipe_right_on_average_but_not_random_gets_a_named_hint(code, words)
 
 def test_masking_from_the_global_random_stream_is_named():
     def global_stream(tokens, mask_id, vocab_size, special_ids, rate, generator):
-        return tl.lm.mask_tokens(tokens, mask_id, vocab_size, special_ids, rate)  # generator not passed
+        # generator not passed
+        return tl.lm.mask_tokens(tokens, mask_id, vocab_size, special_ids, rate)
 
     result = tl.checks.check_mask_tokens(global_stream)
     assert not result and "global stream" in result.message, result.message
@@ -181,7 +216,9 @@ def test_masking_from_the_global_random_stream_is_named():
 def test_the_new_checks_leave_the_learners_random_state_alone(check):
     import solutions
 
-    code = next(solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check)
+    code = next(
+        solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check
+    )
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)

@@ -1,5 +1,5 @@
-"""The checks of notebook 13: the reference solutions pass, every named mistake earns its own hint, both rotary
-layouts pass and are named, and hostile input gives a message, never an exception."""
+"""The checks of notebook 13: the reference solutions pass, every named mistake earns its own hint,
+both rotary layouts pass and are named, and hostile input gives a message, never an exception."""
 
 from functools import partial
 
@@ -9,14 +9,14 @@ from torch import nn
 
 import transformer_lib as tl
 from solutions import nb13_modern_decoder as solution
-from transformer_lib.checks import nb13_modern_decoder as nb13
+from transformer_lib.teaching.checks import nb13_modern_decoder as nb13
 
 
 def _first_words(hint: str) -> str:
     return hint[:40]
 
 
-# --- RMSNorm ----------------------------------------------------------------------------------------------------
+# --- RMSNorm --------------------------------------------------------------------------------------
 
 
 def rms_class(version):
@@ -48,7 +48,7 @@ def test_rms_norm_with_a_shift_is_told_it_has_none():
     assert not result and "no shift" in result.message
 
 
-# --- rotary attention -----------------------------------------------------------------------------------------
+# --- rotary attention -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("layout", list(nb13.LAYOUTS))
@@ -63,15 +63,21 @@ def test_the_solution_with_the_library_is_interleaved():
 
 
 @pytest.mark.parametrize("layout", list(nb13.LAYOUTS))
-@pytest.mark.parametrize(("hint", "knobs"), nb13._ROTARY_MISTAKES, ids=range(len(nb13._ROTARY_MISTAKES)))
+@pytest.mark.parametrize(
+    ("hint", "knobs"), nb13._ROTARY_MISTAKES, ids=range(len(nb13._ROTARY_MISTAKES))
+)
 def test_each_rotary_mistake_gets_its_hint_in_either_layout(hint, knobs, layout):
-    result = tl.checks.check_rotary_attention(partial(nb13.rotary_attention, layout=layout, **knobs))
-    assert not result and _first_words(hint) in result.message and nb13.LAYOUTS[layout] in result.message, (
-        result.message
+    result = tl.checks.check_rotary_attention(
+        partial(nb13.rotary_attention, layout=layout, **knobs)
     )
+    assert (
+        not result
+        and _first_words(hint) in result.message
+        and nb13.LAYOUTS[layout] in result.message
+    ), result.message
 
 
-# --- SwiGLU -----------------------------------------------------------------------------------------------------
+# --- SwiGLU ---------------------------------------------------------------------------------------
 
 
 def swiglu_class(version):
@@ -101,18 +107,20 @@ def test_swiglu_with_biases_is_told_to_drop_them():
     assert not result and "bias-free" in result.message
 
 
-# --- grouped-query heads and the budget ---------------------------------------------------------------------
+# --- grouped-query heads and the budget -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("mistake", nb13.REPEAT_KV.mistakes, ids=range(len(nb13.REPEAT_KV.mistakes)))
+@pytest.mark.parametrize(
+    "mistake", nb13.REPEAT_KV.mistakes, ids=range(len(nb13.REPEAT_KV.mistakes))
+)
 def test_each_repeat_kv_mistake_gets_its_hint(mistake):
     result = tl.checks.check_repeat_kv(mistake.version)
     assert not result and _first_words(mistake.hint) in result.message, result.message
 
 
 def test_repeat_kv_matches_the_library_grouping():
-    """The reference is the grouping tl.MultiHeadAttention uses: its output equals multi-head attention whose
-    key/value projections are the grouped ones repeated with the solution."""
+    """The reference is the grouping tl.MultiHeadAttention uses: its output equals multi-head
+    attention whose key/value projections are the grouped ones repeated with the solution."""
     torch.manual_seed(0)
     gqa = tl.MultiHeadAttention(16, 4, num_kv_heads=2).eval()
     full = tl.MultiHeadAttention(16, 4).eval()
@@ -122,7 +130,9 @@ def test_repeat_kv_matches_the_library_grouping():
         for name in ("w_k", "w_v"):
             weight = getattr(gqa, name).weight.view(1, 2, 4, 16)  # (1, h_kv, d_k, d_model)
             getattr(full, name).weight.copy_(solution.my_repeat_kv(weight, 4).reshape(16, 16))
-            getattr(full, name).bias.copy_(solution.my_repeat_kv(getattr(gqa, name).bias.view(1, 2, 4, 1), 4).flatten())
+            getattr(full, name).bias.copy_(
+                solution.my_repeat_kv(getattr(gqa, name).bias.view(1, 2, 4, 1), 4).flatten()
+            )
     x = torch.randn(2, 5, 16)
     torch.testing.assert_close(full(x, x, x)[0], gqa(x, x, x)[0])
 
@@ -135,7 +145,7 @@ def test_each_budget_mistake_gets_its_hint(mistake):
     assert not result and _first_words(mistake.hint) in result.message, result.message
 
 
-# --- hostile input ----------------------------------------------------------------------------------------------
+# --- hostile input --------------------------------------------------------------------------------
 
 
 class Raises(nn.Module):
@@ -166,11 +176,19 @@ HOSTILE = [
     lambda *a: torch.zeros(2, 2, dtype=torch.bool),
     solution.MySwiGLU(8, 12),
 ]
-CHECKS = ["check_rms_norm", "check_rotary_attention", "check_swiglu", "check_repeat_kv", "check_kv_heads_for_budget"]
+CHECKS = [
+    "check_rms_norm",
+    "check_rotary_attention",
+    "check_swiglu",
+    "check_repeat_kv",
+    "check_kv_heads_for_budget",
+]
 
 
 @pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("code", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_input_gives_a_message_never_an_exception(check, code):
     result = getattr(tl.checks, check)(code)
-    assert isinstance(result, tl.checks.CheckResult) and not result and result.message.startswith("❌"), result
+    assert (
+        isinstance(result, tl.checks.CheckResult) and not result and result.message.startswith("❌")
+    ), result

@@ -18,9 +18,12 @@ def test_vocab_round_trip_and_specials():
 def test_make_batch_pads_shifts_and_masks():
     vocab = tl.Vocab("abcd")
     batch = tl.make_batch([("abc", "cba"), ("a", "a")], vocab)
-    assert batch.src.shape == (2, 3) and batch.tgt_in.shape == (2, 4) and batch.tgt_out.shape == (2, 4)
+    assert (
+        batch.src.shape == (2, 3) and batch.tgt_in.shape == (2, 4) and batch.tgt_out.shape == (2, 4)
+    )
     assert batch.tgt_in[0, 0] == vocab.bos_id and batch.tgt_out[0, -1] == vocab.eos_id
-    assert torch.equal(batch.tgt_in[:, 1:], batch.tgt_out[:, :-1])  # teacher forcing: shifted by one
+    # teacher forcing: shifted by one
+    assert torch.equal(batch.tgt_in[:, 1:], batch.tgt_out[:, :-1])
     assert batch.src_mask[1, 0, 0].tolist() == [True, False, False]
     assert batch.tgt_mask.shape == (2, 1, 4, 4)
     # row 1 reads <bos> a <eos> <pad>: causal, and no query looks at the padding
@@ -78,7 +81,10 @@ def test_every_date_character_is_in_the_vocabulary():
 
 @pytest.mark.parametrize(
     ("bad", "message"),
-    [(0, "num_test must be >= 1, got num_test=0"), (10**6, "must be below the 36525 days of 1950-2049")],
+    [
+        (0, "num_test must be >= 1, got num_test=0"),
+        (10**6, "must be below the 36525 days of 1950-2049"),
+    ],
 )
 def test_date_task_rejects_impossible_split(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -88,7 +94,9 @@ def test_date_task_rejects_impossible_split(bad, message):
 TASKS = {
     "copy": lambda: tl.CopyTask(),
     "reverse": lambda: tl.CopyTask(reverse=True, seed=3),
-    "copy, few strings": lambda: tl.CopyTask(num_test=8, num_valid=8, min_len=1, max_len=3, alphabet="abc"),
+    "copy, few strings": lambda: tl.CopyTask(
+        num_test=8, num_valid=8, min_len=1, max_len=3, alphabet="abc"
+    ),
     "date": lambda: tl.DateTask(num_test=300, num_valid=200, first_year=1990, last_year=1999),
 }
 
@@ -99,7 +107,8 @@ def test_held_out_splits_are_disjoint_from_training_and_each_other(name):
     test_sources = {s for s, _ in task.test_pairs}
     valid_sources = {s for s, _ in task.valid_pairs}
     assert test_sources and valid_sources and test_sources.isdisjoint(valid_sources)
-    if isinstance(task, tl.DateTask):  # a date is held out in every format: compare the dates themselves
+    # a date is held out in every format: compare the dates themselves
+    if isinstance(task, tl.DateTask):
         test_sources = {t for _, t in task.test_pairs}
         valid_sources = {t for _, t in task.valid_pairs}
         assert test_sources.isdisjoint(valid_sources)

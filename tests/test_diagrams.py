@@ -1,4 +1,5 @@
-"""The diagrams in images/ are drawn by images/make_diagrams.py; redrawing them must work and cover every file."""
+"""The diagrams in images/ are drawn by images/make_diagrams.py; redrawing them must work and cover
+every file."""
 
 import runpy
 from pathlib import Path

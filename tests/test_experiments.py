@@ -1,5 +1,5 @@
-"""The Table 3 runner: a 2-run micro grid writes its CSV, resumes after an interruption, and the task it trains
-on keeps its held-out splits out of training by construction."""
+"""The Table 3 runner: a 2-run micro grid writes its CSV, resumes after an interruption, and the
+task it trains on keeps its held-out splits out of training by construction."""
 
 import csv
 import dataclasses
@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from transformer_lib import experiments as ex
-from transformer_lib.data import StringProgramTask
-from transformer_lib.model import Transformer, TransformerConfig, count_parameters
+from transformer_lib.model.transformer import Transformer, TransformerConfig, count_parameters
+from transformer_lib.teaching.checks.nb10_paper_experiments import judge_own_row
+from transformer_lib.training.data import StringProgramTask
 
 MICRO = ex.Grid(
     "micro",
-    base=dict(d_model=16, num_heads=2, d_ff=32, num_layers=1, dropout=0.0, label_smoothing=0.0),
+    base=dict(d_model=16, num_heads=2, d_ff=32, num_layers=1, dropout=0.0, eps_ls=0.0),
     rows=(ex.Row("base", "base"), ex.Row("A h=1", "A", {"num_heads": 1})),
     seeds=(0,),
     steps=6,
@@ -36,11 +37,15 @@ def test_micro_grid_writes_one_row_per_run_and_skips_finished_runs(tmp_path):
     assert [(r["config"], r["seed"]) for r in new] == [("base", 0), ("A h=1", 0)]
     rows = _csv_rows(path)
     assert list(rows[0]) == ex.COLUMNS
-    assert [(r["grid"], r["config"], r["seed"]) for r in rows] == [("micro", "base", "0"), ("micro", "A h=1", "0")]
+    assert [(r["grid"], r["config"], r["seed"]) for r in rows] == [
+        ("micro", "base", "0"),
+        ("micro", "A h=1", "0"),
+    ]
     for r in ex.read_results(path):
         assert r["steps"] == 6 and r["device"] == "cpu" and r["parameters"] > 0 and r["wall_s"] >= 0
         assert r["dev_ppl"] == pytest.approx(torch.tensor(r["dev_loss"]).exp().item(), rel=1e-3)
-        assert 1.0 <= r["dev_ppl"] <= len(StringProgramTask().vocab) * 3  # an untrained model is near uniform
+        # an untrained model is near uniform
+        assert 1.0 <= r["dev_ppl"] <= len(StringProgramTask().vocab) * 3
         assert 0.0 <= r["exact_match"] <= 1.0 and 0.0 <= r["gen_exact_match"] <= 1.0
     assert {r["h"] for r in ex.read_results(path)} == {2, 1}
 
@@ -87,8 +92,16 @@ def test_read_results_rejects_a_foreign_csv(tmp_path):
 
 def test_summary_and_spread_vs_noise():
     results = [
-        {"grid": "g", "config": name, "group": "x", "seed": s, "dev_ppl": v, "parameters": 1, "wall_s": 1.0,
-         "exact_match": 0.5}
+        {
+            "grid": "g",
+            "config": name,
+            "group": "x",
+            "seed": s,
+            "dev_ppl": v,
+            "parameters": 1,
+            "wall_s": 1.0,
+            "exact_match": 0.5,
+        }
         for name, values in {"good": [1.0, 1.2, 1.1], "bad": [2.0, 2.2, 2.1]}.items()
         for s, v in enumerate(values)
     ]
@@ -125,8 +138,11 @@ def test_a_config_with_a_smaller_d_k_shrinks_queries_and_keys_only():
     attn = small.decoder.layers[0].cross_attn
     assert (attn.d_k, attn.d_v) == (2, 8)
     assert attn.w_q.weight.shape == (8, 32) and attn.w_v.weight.shape == (32, 32)
-    # Three attention layers (encoder self, decoder self, decoder cross), each losing 2 x (32 x 24 + 24).
-    assert count_parameters(base)["total"] - count_parameters(small)["total"] == 3 * 2 * (32 * 24 + 24)
+    # Three attention layers (encoder self, decoder self, decoder cross), each losing 2 x (32 x 24 +
+    # 24).
+    assert count_parameters(base)["total"] - count_parameters(small)["total"] == 3 * 2 * (
+        32 * 24 + 24
+    )
     src, tgt = torch.randint(4, 20, (2, 5)), torch.randint(4, 20, (2, 3))
     assert small(src, tgt).shape == (2, 3, 20)
     with pytest.raises(ValueError, match="d_k must be >= 1, got d_k=0"):
@@ -134,11 +150,17 @@ def test_a_config_with_a_smaller_d_k_shrinks_queries_and_keys_only():
 
 
 def test_rows_b_and_e_are_config_fields_and_run(tmp_path):
-    rows = (ex.Row("B d_k=2", "B", {"d_k": 2}), ex.Row("E learned positions", "E", {"positional": "learned"}))
+    rows = (
+        ex.Row("B d_k=2", "B", {"d_k": 2}),
+        ex.Row("E learned positions", "E", {"positional": "learned"}),
+    )
     grid = dataclasses.replace(MICRO, rows=rows)
     results = ex.run_grid(grid, tmp_path / "table3.csv", progress=False, log=lambda _: None)
     assert [(r["d_k"], r["positional"]) for r in results] == [(2, "sinusoidal"), (8, "learned")]
-    assert [r["config"] for r in ex.read_results(tmp_path / "table3.csv")] == ["B d_k=2", "E learned positions"]
+    assert [r["config"] for r in ex.read_results(tmp_path / "table3.csv")] == [
+        "B d_k=2",
+        "E learned positions",
+    ]
 
 
 def test_paper_table3_transcription():
@@ -153,7 +175,11 @@ def test_paper_table3_transcription():
 def test_string_program_task_holds_out_its_splits_by_construction():
     task = StringProgramTask()
     assert task.run("rn", "cabd") == "ecbd"
-    assert task.run("s", "dcba") == "abcd" and task.run("l", "abc") == "bca" and task.run("p", "abcde") == "badce"
+    assert (
+        task.run("s", "dcba") == "abcd"
+        and task.run("l", "abc") == "bca"
+        and task.run("p", "abcde") == "badce"
+    )
     assert task.run("n", "h") == "a"  # cyclic
     with pytest.raises(ValueError, match="unknown operation"):
         task.run("x", "abc")
@@ -172,7 +198,9 @@ def test_string_program_task_holds_out_its_splits_by_construction():
             program, text = src.split(":")
             assert task.split_of(text) == split and program in programs
     all_longest = {"".join(p) for p in itertools.product(task.OPERATIONS, repeat=3)}
-    assert set(task.gen_programs) < all_longest and not set(task.gen_programs) & set(task.train_programs)
+    assert set(task.gen_programs) < all_longest and not set(task.gen_programs) & set(
+        task.train_programs
+    )
     with pytest.raises(ValueError, match="alphabet"):
         StringProgramTask(alphabet="aab")
     with pytest.raises(ValueError, match="min_len"):
@@ -189,8 +217,16 @@ def test_main_rejects_an_unavailable_device(capsys):
 
 def _micro_results():
     return [
-        {"grid": "micro", "config": "base", "group": "base", "seed": s, "dev_ppl": v, "parameters": 1, "wall_s": 1.0,
-         "exact_match": 0.0}
+        {
+            "grid": "micro",
+            "config": "base",
+            "group": "base",
+            "seed": s,
+            "dev_ppl": v,
+            "parameters": 1,
+            "wall_s": 1.0,
+            "exact_match": 0.0,
+        }
         for s, v in enumerate([9.0, 9.5, 10.0])
     ]
 
@@ -198,9 +234,9 @@ def _micro_results():
 def test_judge_own_row_trains_the_row_and_reports_the_prediction():
     task = StringProgramTask(num_test=1, num_valid=20, num_gen=20)
     row = ex.Row("mine", "C", {"d_ff": 64})
-    message = ex.judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
+    message = judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
     assert "'mine'" in message and "dev perplexity" in message and "9.500 ± 0.500" in message
-    message = ex.judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
+    message = judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
     assert "you predicted 5.00" in message
 
 
@@ -213,22 +249,25 @@ def test_judge_own_row_trains_the_row_and_reports_the_prediction():
         ((ex.Row("x", "C", {"d_ff": 64}), 0.5), "a number >= 1"),
         ((ex.Row("x", "C", {"d_ff": 32}), "same"), "changes nothing"),
         ((ex.Row("x", "A", {"num_heads": 1}), "same"), "already has this row"),
-        (({"num_heads": 1, "d_ff": 32}, "same"), "already has this row"),  # d_ff=32 is the base's: row A h=1
-        (({"num_heads": 1, "d_k": 16}, "same"), "already has this row"),  # d_k = d_model / h: row A h=1
+        # d_ff=32 is the base's: row A h=1
+        (({"num_heads": 1, "d_ff": 32}, "same"), "already has this row"),
+        # d_k = d_model / h: row A h=1
+        (({"num_heads": 1, "d_k": 16}, "same"), "already has this row"),
         (({"num_heads": 0}, "same"), "not a valid model"),
         ((ex.Row("x", "A", {"num_heads": 3}), "same"), "not a valid model"),
         ((ex.Row("x", "C", {"num_layers": 40}), "lower"), "within 4x"),
-        (({"d_model": 100_000, "num_heads": 8}, "lower"), "within 4x"),  # counted on the meta device: no allocation
+        # counted on the meta device: no allocation
+        (({"d_model": 100_000, "num_heads": 8}, "lower"), "within 4x"),
     ],
 )
 def test_judge_own_row_names_what_is_wrong(answer, words):
     with pytest.raises((TypeError, ValueError), match=re.escape(words)):
-        ex.judge_own_row(answer, _micro_results(), grid=MICRO)
+        judge_own_row(answer, _micro_results(), grid=MICRO)
 
 
 def test_judge_own_row_needs_committed_base_runs():
     with pytest.raises(ValueError, match="fewer than two seeds"):
-        ex.judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
+        judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
 
 
 def test_check_table3_row_never_raises():
@@ -251,14 +290,22 @@ def test_every_row_of_both_grids_is_a_valid_model_config():
     for grid in ex.GRIDS.values():
         for row in grid.rows:
             config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
-            assert config.d_model % config.num_heads == 0 and (config.d_k is None or config.d_k >= 1), row.name
+            assert config.d_model % config.num_heads == 0 and (
+                config.d_k is None or config.d_k >= 1
+            ), row.name
 
 
 def test_paper_counterpart_makes_the_same_change():
     cpu = {row.name: ex.paper_counterpart(row) for row in ex.GRIDS["cpu"].rows}
-    assert cpu["base"] == "base" and cpu["A h=1"] == "A h=1" and cpu["A h=16"] == "A h=32"  # 4x the base's h
-    assert cpu["B d_k=4"] == "B d_k=16" and cpu["C d_model=32"] == "C d_model=256"  # a quarter, a half
-    assert cpu["C N=1"] in ("C N=2", "C N=4") and cpu["C N=4"] == "C N=8"  # fewer layers, more layers
-    assert cpu["D P_drop=0.0"] == "D P_drop=0.0" and cpu["E learned positions"] == "E learned positions"
+    # 4x the base's h
+    assert cpu["base"] == "base" and cpu["A h=1"] == "A h=1" and cpu["A h=16"] == "A h=32"
+    # a quarter, a half
+    assert cpu["B d_k=4"] == "B d_k=16" and cpu["C d_model=32"] == "C d_model=256"
+    # fewer layers, more layers
+    assert cpu["C N=1"] in ("C N=2", "C N=4") and cpu["C N=4"] == "C N=8"
+    assert (
+        cpu["D P_drop=0.0"] == "D P_drop=0.0"
+        and cpu["E learned positions"] == "E learned positions"
+    )
     assert all(name in ex.PAPER_TABLE3 for name in cpu.values())
     assert ex.paper_counterpart(ex.Row("two", "C", {"d_ff": 64, "num_layers": 1})) is None

@@ -1,10 +1,11 @@
-"""Hugging Face models copied into the library's (``tl.interop.from_huggingface``) compute the same function:
-GPT-2, BERT, MarianMT and Llama (RMSNorm, rotary positions, SwiGLU, grouped-query attention, no biases).
+"""Hugging Face models copied into the library's (``tl.interop.from_huggingface``) compute the same
+function: GPT-2, BERT, MarianMT and Llama (RMSNorm, rotary positions, SwiGLU, grouped-query
+attention, no biases).
 
-No network: every Hugging Face model is built from a small config with random weights, then every parameter is
-redrawn (norm gains around 1, biases and Marian's logit bias non-zero), so that a weight copied to the wrong
-place, transposed, or not copied at all changes the logits. The loading path is exercised through
-``save_pretrained`` to a temporary folder and ``from_pretrained`` from it.
+No network: every Hugging Face model is built from a small config with random weights, then every
+parameter is redrawn (norm gains around 1, biases and Marian's logit bias non-zero), so that a
+weight copied to the wrong place, transposed, or not copied at all changes the logits. The loading
+path is exercised through ``save_pretrained`` to a temporary folder and ``from_pretrained`` from it.
 """
 
 import pytest
@@ -12,17 +13,18 @@ import torch
 from helpers import max_abs_diff
 
 import transformer_lib as tl
-from transformer_lib.attention import apply_rope
+from transformer_lib.model.attention import apply_rope
 
 transformers = pytest.importorskip("transformers")
 
-VOCAB, D_MODEL, HEADS, PAD_MARIAN, EOS_MARIAN = 50, 32, 4, 49, 19  # EOS: a token the Marian model below emits
+# EOS: a token the Marian model below emits
+VOCAB, D_MODEL, HEADS, PAD_MARIAN, EOS_MARIAN = 50, 32, 4, 49, 19
 TOLERANCE = 1e-5  # fp32; the measured differences are below 1e-6
 
 
 def redraw(model: torch.nn.Module, seed: int) -> torch.nn.Module:
-    """Every weight random and of a size that keeps activations O(1); Marian's sinusoid tables are left alone
-    (fixed tables, not weights; both of its stacks share the same one)."""
+    """Every weight random and of a size that keeps activations O(1); Marian's sinusoid tables are
+    left alone (fixed tables, not weights; both of its stacks share the same one)."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -42,13 +44,15 @@ def redraw(model: torch.nn.Module, seed: int) -> torch.nn.Module:
 
 
 def reloaded(hf_model, tmp_path):
-    """The model as a user gets it: saved, then loaded with ``from_pretrained`` (no network: a local folder)."""
+    """The model as a user gets it: saved, then loaded with ``from_pretrained`` (no network: a local
+    folder)."""
     hf_model.save_pretrained(tmp_path)
     return type(hf_model).from_pretrained(tmp_path).eval()
 
 
 def padded_batch(seed: int, low: int = 0, high: int = VOCAB) -> tuple[torch.Tensor, torch.Tensor]:
-    """``ids (3, 9)`` and Hugging Face's ``attention_mask (3, 9)``: row 0 full, row 1 right-, row 2 left-padded."""
+    """``ids (3, 9)`` and Hugging Face's ``attention_mask (3, 9)``: row 0 full, row 1 right-, row 2
+    left-padded."""
     ids = torch.randint(low, high, (3, 9), generator=torch.Generator().manual_seed(seed))
     attention_mask = torch.ones(3, 9, dtype=torch.long)
     attention_mask[1, 6:] = 0
@@ -57,20 +61,29 @@ def padded_batch(seed: int, low: int = 0, high: int = VOCAB) -> tuple[torch.Tens
 
 
 def as_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Hugging Face's ``(B, T)`` 0/1 attention_mask -> the library's ``(B, 1, 1, T)`` bool, True = may attend."""
+    """Hugging Face's ``(B, T)`` 0/1 attention_mask -> the library's ``(B, 1, 1, T)`` bool, True =
+    may attend."""
     return attention_mask.bool()[:, None, None, :]
 
 
-# --- GPT-2 ------------------------------------------------------------------------------------------------
+# --- GPT-2 ----------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def gpt2(tmp_path_factory):
     config = transformers.GPT2Config(
-        vocab_size=VOCAB, n_positions=32, n_embd=D_MODEL, n_layer=2, n_head=HEADS, bos_token_id=1, eos_token_id=2
+        vocab_size=VOCAB,
+        n_positions=32,
+        n_embd=D_MODEL,
+        n_layer=2,
+        n_head=HEADS,
+        bos_token_id=1,
+        eos_token_id=2,
     )
     torch.manual_seed(0)
-    theirs = reloaded(redraw(transformers.GPT2LMHeadModel(config), seed=1), tmp_path_factory.mktemp("gpt2"))
+    theirs = reloaded(
+        redraw(transformers.GPT2LMHeadModel(config), seed=1), tmp_path_factory.mktemp("gpt2")
+    )
     return theirs, tl.from_huggingface(theirs)
 
 
@@ -79,7 +92,11 @@ def test_gpt2_config_turns_on_gpt2s_switches(gpt2):
     c = ours.config
     assert isinstance(ours, tl.DecoderOnlyLM) and not ours.training
     assert (c.norm_first, c.positional, c.activation, c.scale_embeddings, c.pad_id) == (
-        True, "learned", "gelu_tanh", False, None,
+        True,
+        "learned",
+        "gelu_tanh",
+        False,
+        None,
     )
     assert ours.embed.embedding.padding_idx is None  # no token is a padding row
     assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in gpt2[0].parameters())
@@ -108,15 +125,23 @@ def test_gpt2_cached_greedy_generation_equals_hugging_faces(gpt2):
     theirs, ours = gpt2
     prompt = torch.randint(0, VOCAB, (3, 4), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():  # eos_token_id=None: both run the full 12 steps
-        expected = theirs.generate(prompt, do_sample=False, max_new_tokens=12, eos_token_id=None, pad_token_id=0)
+        expected = theirs.generate(
+            prompt, do_sample=False, max_new_tokens=12, eos_token_id=None, pad_token_id=0
+        )
     got = tl.lm.generate(ours, prompt, 12, use_cache=True)
     assert torch.equal(got, expected), (got, expected)
-    assert len(set(got[:, 4:].flatten().tolist())) > 2  # not one token repeated: the comparison has teeth
+    # not one token repeated: the comparison has teeth
+    assert len(set(got[:, 4:].flatten().tolist())) > 2
 
 
 def test_gpt2_with_an_untied_output_head_copies_it():
     config = transformers.GPT2Config(
-        vocab_size=VOCAB, n_positions=16, n_embd=D_MODEL, n_layer=1, n_head=HEADS, tie_word_embeddings=False
+        vocab_size=VOCAB,
+        n_positions=16,
+        n_embd=D_MODEL,
+        n_layer=1,
+        n_head=HEADS,
+        tie_word_embeddings=False,
     )
     theirs = redraw(transformers.GPT2LMHeadModel(config), seed=13)
     ours = tl.from_huggingface(theirs)
@@ -126,7 +151,7 @@ def test_gpt2_with_an_untied_output_head_copies_it():
         assert max_abs_diff(ours(ids), theirs(ids).logits) <= TOLERANCE
 
 
-# --- BERT -------------------------------------------------------------------------------------------------
+# --- BERT -----------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +165,9 @@ def bert(tmp_path_factory):
         max_position_embeddings=32,
     )
     torch.manual_seed(0)
-    theirs = reloaded(redraw(transformers.BertForMaskedLM(config), seed=5), tmp_path_factory.mktemp("bert"))
+    theirs = reloaded(
+        redraw(transformers.BertForMaskedLM(config), seed=5), tmp_path_factory.mktemp("bert")
+    )
     return theirs, tl.from_huggingface(theirs)
 
 
@@ -149,7 +176,11 @@ def test_bert_config_turns_on_berts_switches(bert):
     c = ours.config
     assert isinstance(ours, tl.MaskedLM)
     assert (c.norm_first, c.activation, c.scale_embeddings, c.layer_norm_eps, c.embedding_norm) == (
-        False, "gelu", False, 1e-12, True,
+        False,
+        "gelu",
+        False,
+        1e-12,
+        True,
     )
     assert c.type_vocab_size == 2 and c.pad_id == 0
     assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in theirs.parameters())
@@ -157,7 +188,8 @@ def test_bert_config_turns_on_berts_switches(bert):
 
 def test_bert_logits_equal_with_and_without_a_padding_mask(bert):
     theirs, ours = bert
-    ids, attention_mask = padded_batch(seed=6, low=1)  # no pad id inside: every token real unless masked
+    # no pad id inside: every token real unless masked
+    ids, attention_mask = padded_batch(seed=6, low=1)
     token_types = torch.randint(0, 2, ids.shape, generator=torch.Generator().manual_seed(7))
     with torch.no_grad():
         unmasked = ours(ids, token_types=token_types)
@@ -189,7 +221,7 @@ def test_bert_base_with_berts_switches_has_bert_for_masked_lms_parameter_count()
     assert tl.count_parameters(ours)["total"] == 109_514_298
 
 
-# --- MarianMT ---------------------------------------------------------------------------------------------
+# --- MarianMT -------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +244,9 @@ def marian(tmp_path_factory):
         forced_eos_token_id=None,
     )
     torch.manual_seed(0)
-    theirs = reloaded(redraw(transformers.MarianMTModel(config), seed=20), tmp_path_factory.mktemp("marian"))
+    theirs = reloaded(
+        redraw(transformers.MarianMTModel(config), seed=20), tmp_path_factory.mktemp("marian")
+    )
     return theirs, tl.from_huggingface(theirs)
 
 
@@ -229,25 +263,35 @@ def test_marian_config_turns_on_marians_switches(marian):
     c = ours.config
     assert isinstance(ours, tl.Transformer)
     assert (c.num_layers, c.decoder_layers, c.activation, c.sinusoid_layout, c.output_bias) == (
-        2, 3, "silu", "halves", True,
+        2,
+        3,
+        "silu",
+        "halves",
+        True,
     )
-    # theirs: the sinusoid tables are stored as (frozen) parameters, the logit bias as a buffer; ours the reverse
-    weights = sum(p.numel() for name, p in theirs.named_parameters() if "embed_positions" not in name)
+    # theirs: the sinusoid tables are stored as (frozen) parameters, the logit bias as a buffer;
+    # ours the reverse
+    weights = sum(
+        p.numel() for name, p in theirs.named_parameters() if "embed_positions" not in name
+    )
     assert tl.count_parameters(ours)["total"] == weights + theirs.final_logits_bias.numel()
 
 
 def test_marian_sinusoids_are_ours_in_the_halves_layout(marian):
     theirs, _ = marian
-    table = theirs.model.encoder.embed_positions.create_weight()  # (64, d_model), computed in float64
+    # (64, d_model), computed in float64
+    table = theirs.model.encoder.embed_positions.create_weight()
     assert max_abs_diff(tl.sinusoidal_encoding(D_MODEL, 64, layout="halves"), table) <= 1e-5
-    assert max_abs_diff(tl.sinusoidal_encoding(D_MODEL, 64), table) > 0.5  # the paper's layout is not
+    # the paper's layout is not
+    assert max_abs_diff(tl.sinusoidal_encoding(D_MODEL, 64), table) > 0.5
 
 
 def test_marian_logits_equal_with_source_padding(marian):
     theirs, ours = marian
     src, attention_mask = marian_source(seed=10)
     tgt = torch.randint(1, PAD_MARIAN, (4, 6), generator=torch.Generator().manual_seed(11))
-    tgt[:, 0] = PAD_MARIAN  # the decoder start token, which Marian does not hide: so neither may ours
+    # the decoder start token, which Marian does not hide: so neither may ours
+    tgt[:, 0] = PAD_MARIAN
     with torch.no_grad():
         expected = theirs(src, attention_mask=attention_mask, decoder_input_ids=tgt).logits
         got = ours(src, tgt, src_mask=as_padding_mask(attention_mask), tgt_mask=tl.causal_mask(6))
@@ -261,20 +305,26 @@ def test_marian_cached_greedy_decoding_equals_hugging_faces(marian):
     src, attention_mask = marian_source(seed=12)
     with torch.no_grad():  # our decoders never emit <pad>; tell Hugging Face's the same
         expected = theirs.generate(
-            src, attention_mask=attention_mask, do_sample=False, max_new_tokens=10, bad_words_ids=[[PAD_MARIAN]]
+            src,
+            attention_mask=attention_mask,
+            do_sample=False,
+            max_new_tokens=10,
+            bad_words_ids=[[PAD_MARIAN]],
         )
     got = tl.greedy_decode(ours, src, 10, bos_id=PAD_MARIAN, eos_id=EOS_MARIAN, use_cache=True)
     assert torch.equal(got, expected[:, 1:]), (got, expected)  # theirs starts with the start token
-    # Teeth: the rows differ, some change token midway, and one ends with <eos> and is padded after it. (A random
-    # model with tied embeddings tends to repeat its last token: its hidden state stays near that token's row.)
+    # Teeth: the rows differ, some change token midway, and one ends with <eos> and is padded after
+    # it. (A random model with tied embeddings tends to repeat its last token: its hidden state
+    # stays near that token's row.)
     assert len(set(got.flatten().tolist())) >= 5
     finished = (got == EOS_MARIAN).any(dim=1)
     assert finished.any() and (got[finished][:, -1] == PAD_MARIAN).all()
 
 
-# --- Llama ------------------------------------------------------------------------------------------------
+# --- Llama ----------------------------------------------------------------------------------------
 
-KV_HEADS, ROPE_THETA = 2, 500.0  # grouped-query (4 query heads share 2 key/value heads); a non-default theta
+# grouped-query (4 query heads share 2 key/value heads); a non-default theta
+KV_HEADS, ROPE_THETA = 2, 500.0
 
 
 def llama_config(**changes):
@@ -297,7 +347,10 @@ def llama_config(**changes):
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
     torch.manual_seed(0)
-    theirs = reloaded(redraw(transformers.LlamaForCausalLM(llama_config()), seed=30), tmp_path_factory.mktemp("llama"))
+    theirs = reloaded(
+        redraw(transformers.LlamaForCausalLM(llama_config()), seed=30),
+        tmp_path_factory.mktemp("llama"),
+    )
     return theirs, tl.from_huggingface(theirs)
 
 
@@ -305,8 +358,22 @@ def test_llama_config_turns_on_llamas_switches(llama):
     theirs, ours = llama
     c = ours.config
     assert isinstance(ours, tl.DecoderOnlyLM) and not ours.training
-    assert (c.norm_first, c.norm, c.positional, c.rope_theta, c.activation, c.n_kv_heads, c.bias) == (
-        True, "rmsnorm", "rope", ROPE_THETA, "swiglu", KV_HEADS, False,
+    assert (
+        c.norm_first,
+        c.norm,
+        c.positional,
+        c.rope_theta,
+        c.activation,
+        c.n_kv_heads,
+        c.bias,
+    ) == (
+        True,
+        "rmsnorm",
+        "rope",
+        ROPE_THETA,
+        "swiglu",
+        KV_HEADS,
+        False,
     )
     assert (c.scale_embeddings, c.tie_embeddings, c.layer_norm_eps) == (False, False, 1e-6)
     assert tl.count_parameters(ours)["total"] == sum(p.numel() for p in theirs.parameters())
@@ -322,28 +389,33 @@ def test_llama_logits_equal_with_and_without_a_padding_mask(llama):
         got = ours(ids, mask=as_padding_mask(attention_mask))  # (B, T, V)
     real = attention_mask.bool()  # padded positions' logits mean nothing on either side
     assert max_abs_diff(got[real], expected[real]) <= TOLERANCE
-    assert max_abs_diff(unmasked[real], expected[real]) > 1e-3  # the mask matters (row 2's left padding)
+    # the mask matters (row 2's left padding)
+    assert max_abs_diff(unmasked[real], expected[real]) > 1e-3
 
 
 def test_llama_cached_greedy_generation_equals_hugging_faces(llama):
     theirs, ours = llama
     prompt = torch.randint(0, VOCAB, (3, 4), generator=torch.Generator().manual_seed(32))
     with torch.no_grad():  # eos_token_id=None: both run the full 12 steps
-        expected = theirs.generate(prompt, do_sample=False, max_new_tokens=12, eos_token_id=None, pad_token_id=0)
+        expected = theirs.generate(
+            prompt, do_sample=False, max_new_tokens=12, eos_token_id=None, pad_token_id=0
+        )
     got = tl.lm.generate(ours, prompt, 12, use_cache=True)
     assert torch.equal(got, expected), (got, expected)
-    assert len(set(got[:, 4:].flatten().tolist())) > 2  # not one token repeated: the comparison has teeth
+    # not one token repeated: the comparison has teeth
+    assert len(set(got[:, 4:].flatten().tolist())) > 2
 
 
 def test_llama_rope_layout_is_permuted_at_the_copy():
-    """Ours rotates neighbouring pairs (2i, 2i+1); Hugging Face's "rotate half" pairs (i, i + d_k/2). The row
-    permutation of interop._rope_rows turns one into the other: rotating then permuting equals permuting then
-    rotating, for queries and keys at any position."""
+    """Ours rotates neighbouring pairs (2i, 2i+1); Hugging Face's "rotate half" pairs (i, i +
+    d_k/2). The row permutation of interop._rope_rows turns one into the other: rotating then
+    permuting equals permuting then rotating, for queries and keys at any position."""
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
     config = llama_config()
     d_k = D_MODEL // HEADS
-    q, k = torch.randn(2, HEADS, 6, d_k), torch.randn(2, KV_HEADS, 6, d_k)  # (B, h, T, d_k), Hugging Face's layout
+    # (B, h, T, d_k), Hugging Face's layout
+    q, k = torch.randn(2, HEADS, 6, d_k), torch.randn(2, KV_HEADS, 6, d_k)
     positions = torch.arange(3, 9)  # not from 0: as after a cache
     cos, sin = LlamaRotaryEmbedding(config)(q, positions[None])  # (1, T, d_k) each
     their_q, their_k = apply_rotary_pos_emb(q, k, cos, sin)
@@ -353,12 +425,14 @@ def test_llama_rope_layout_is_permuted_at_the_copy():
 
     for theirs, x in ((their_q, q), (their_k, k)):
         assert max_abs_diff(to_ours(theirs), apply_rope(to_ours(x), positions, ROPE_THETA)) <= 1e-6
-        assert max_abs_diff(theirs, apply_rope(x, positions, ROPE_THETA)) > 1e-2  # unpermuted, the layouts differ
+        # unpermuted, the layouts differ
+        assert max_abs_diff(theirs, apply_rope(x, positions, ROPE_THETA)) > 1e-2
 
 
 def test_llama_copy_without_the_permutation_would_differ(llama, monkeypatch):
     theirs, _ = llama
-    monkeypatch.setattr(tl.interop, "_rope_rows", lambda weight, num_heads: weight)  # Hugging Face's rows as they are
+    # Hugging Face's rows as they are
+    monkeypatch.setattr(tl.interop, "_rope_rows", lambda weight, num_heads: weight)
     unpermuted = tl.from_huggingface(theirs)
     ids, _ = padded_batch(seed=33)
     with torch.no_grad():
@@ -366,7 +440,9 @@ def test_llama_copy_without_the_permutation_would_differ(llama, monkeypatch):
 
 
 def test_llama_with_biases_and_multi_query_attention_copies_them():
-    config = llama_config(num_key_value_heads=1, attention_bias=True, mlp_bias=True, tie_word_embeddings=True)
+    config = llama_config(
+        num_key_value_heads=1, attention_bias=True, mlp_bias=True, tie_word_embeddings=True
+    )
     theirs = redraw(transformers.LlamaForCausalLM(config), seed=34)
     ours = tl.from_huggingface(theirs)
     assert (ours.config.bias, ours.config.n_kv_heads, ours.config.tie_embeddings) == (True, 1, True)
@@ -388,23 +464,34 @@ def test_llama_settings_our_blocks_lack_are_refused_clearly():
         tl.interop.config_from_huggingface(llama_config(hidden_act="gelu"))
 
 
-# --- errors -----------------------------------------------------------------------------------------------
+# --- errors ---------------------------------------------------------------------------------------
 
 
 def test_unknown_model_types_name_the_supported_ones():
-    model = transformers.GPT2Model(transformers.GPT2Config(vocab_size=10, n_embd=8, n_layer=1, n_head=2))
+    model = transformers.GPT2Model(
+        transformers.GPT2Config(vocab_size=10, n_embd=8, n_layer=1, n_head=2)
+    )
     with pytest.raises(
-        TypeError, match="GPT2LMHeadModel, BertForMaskedLM, MarianMTModel, LlamaForCausalLM; got GPT2Model"
+        TypeError,
+        match="GPT2LMHeadModel, BertForMaskedLM, MarianMTModel, LlamaForCausalLM; got GPT2Model",
     ):
         tl.from_huggingface(model)
-    with pytest.raises(ValueError, match="gpt2, bert, marian and llama configs, got model_type='t5'"):
+    with pytest.raises(
+        ValueError, match="gpt2, bert, marian and llama configs, got model_type='t5'"
+    ):
         tl.interop.config_from_huggingface(transformers.T5Config())
 
 
 def test_settings_our_blocks_lack_are_refused_clearly():
     with pytest.raises(ValueError, match="scale_attn_by_inverse_layer_idx"):
-        tl.interop.config_from_huggingface(transformers.GPT2Config(scale_attn_by_inverse_layer_idx=True))
+        tl.interop.config_from_huggingface(
+            transformers.GPT2Config(scale_attn_by_inverse_layer_idx=True)
+        )
     with pytest.raises(ValueError, match="activation 'quick_gelu' has no counterpart"):
-        tl.interop.config_from_huggingface(transformers.GPT2Config(activation_function="quick_gelu"))
+        tl.interop.config_from_huggingface(
+            transformers.GPT2Config(activation_function="quick_gelu")
+        )
     with pytest.raises(ValueError, match="separate source and target embeddings"):
-        tl.interop.config_from_huggingface(transformers.MarianConfig(share_encoder_decoder_embeddings=False))
+        tl.interop.config_from_huggingface(
+            transformers.MarianConfig(share_encoder_decoder_embeddings=False)
+        )

@@ -23,7 +23,8 @@ def test_trace_shapes_records_every_call_in_order_with_shapes(model):
     assert cross.inputs[:3] == ["(2, 5, 128)", "(2, 7, 128)", "(2, 7, 128)"]
     assert "(2, 1, 1, 7) bool" in cross.inputs[3]
     assert cross.output == "((2, 5, 128), None)"
-    assert cross.depth == 4  # model -> decoder -> layer -> residual_cross -> cross_attn (call nesting)
+    # model -> decoder -> layer -> residual_cross -> cross_attn (call nesting)
+    assert cross.depth == 4
     table = trace.table(max_depth=1)
     assert "encoder" in table and "cross_attn" not in table
 
@@ -49,7 +50,9 @@ def test_capture_attention_records_all_three_kinds(model):
 def test_capture_attention_restores_the_fast_path(model):
     with tl.capture_attention(model):
         pass
-    assert all(m.recorded_weights is None for m in model.modules() if isinstance(m, tl.MultiHeadAttention))
+    assert all(
+        m.recorded_weights is None for m in model.modules() if isinstance(m, tl.MultiHeadAttention)
+    )
 
 
 def test_capture_attention_works_on_a_single_layer_and_names_missing_layers():

@@ -15,8 +15,8 @@ B, T, T_SRC, D_MODEL, HEADS, D_FF = 3, 5, 7, 16, 4, 32
 
 
 def _padding_masks() -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-sequence padding of the source: ours ``(B, 1, 1, T_src)`` True = may attend, PyTorch's ``(B, T_src)``
-    True = blocked."""
+    """Per-sequence padding of the source: ours ``(B, 1, 1, T_src)`` True = may attend, PyTorch's
+    ``(B, T_src)`` True = blocked."""
     lengths = torch.tensor([T_SRC, 4, 2])
     keep = torch.arange(T_SRC)[None, :] < lengths[:, None]  # (B, T_src)
     return keep[:, None, None, :], ~keep
@@ -34,7 +34,9 @@ def test_multi_head_attention_equals_pytorch_after_copy(bias):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_equals_pytorch_after_copy(norm_first):
-    theirs = nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    theirs = nn.TransformerEncoderLayer(
+        D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first
+    )
     ours = tl.EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first)
     assert tl.copy_from_torch(ours, theirs) is ours
     x = torch.randn(B, T_SRC, D_MODEL)
@@ -45,8 +47,12 @@ def test_encoder_layer_equals_pytorch_after_copy(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_equals_pytorch_after_copy(norm_first):
-    theirs = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
-    ours = tl.copy_from_torch(tl.DecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first), theirs)
+    theirs = nn.TransformerDecoderLayer(
+        D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first
+    )
+    ours = tl.copy_from_torch(
+        tl.DecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first), theirs
+    )
     x, memory = torch.randn(B, T, D_MODEL), torch.randn(B, T_SRC, D_MODEL)
     ours_mask, theirs_mask = _padding_masks()
     blocked = nn.Transformer.generate_square_subsequent_mask(T).isinf()  # (T, T), True = blocked
@@ -63,15 +69,27 @@ def test_decoder_layer_equals_pytorch_after_copy(norm_first):
             nn.MultiheadAttention(D_MODEL, HEADS),
             "EncoderLayer <- MultiheadAttention",
         ),
-        (tl.MultiHeadAttention(D_MODEL, HEADS), nn.MultiheadAttention(D_MODEL, 2), "num_heads differ"),
+        (
+            tl.MultiHeadAttention(D_MODEL, HEADS),
+            nn.MultiheadAttention(D_MODEL, 2),
+            "num_heads differ",
+        ),
         (tl.MultiHeadAttention(D_MODEL, HEADS), nn.MultiheadAttention(8, HEADS), "shapes differ"),
-        (tl.MultiHeadAttention(D_MODEL, HEADS, bias=False), nn.MultiheadAttention(D_MODEL, HEADS), "bias"),
+        (
+            tl.MultiHeadAttention(D_MODEL, HEADS, bias=False),
+            nn.MultiheadAttention(D_MODEL, HEADS),
+            "bias",
+        ),
         (
             tl.EncoderLayer(D_MODEL, HEADS, D_FF),
             nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, norm_first=True),
             "norm_first differs",
         ),
-        (tl.EncoderLayer(D_MODEL, HEADS, D_FF), nn.TransformerEncoderLayer(D_MODEL, HEADS, 8), "linear1.weight"),
+        (
+            tl.EncoderLayer(D_MODEL, HEADS, D_FF),
+            nn.TransformerEncoderLayer(D_MODEL, HEADS, 8),
+            "linear1.weight",
+        ),
         (
             tl.DecoderLayer(D_MODEL, HEADS, D_FF),
             nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, activation="gelu"),
@@ -82,7 +100,11 @@ def test_decoder_layer_equals_pytorch_after_copy(norm_first):
             nn.MultiheadAttention(D_MODEL, HEADS),
             "ours rotates queries and keys",
         ),
-        (tl.MultiHeadAttention(D_MODEL, HEADS, num_kv_heads=1), nn.MultiheadAttention(D_MODEL, HEADS), "w_k.weight"),
+        (
+            tl.MultiHeadAttention(D_MODEL, HEADS, num_kv_heads=1),
+            nn.MultiheadAttention(D_MODEL, HEADS),
+            "w_k.weight",
+        ),
         (
             tl.EncoderLayer(D_MODEL, HEADS, D_FF, norm="rmsnorm"),
             nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF),
@@ -100,9 +122,17 @@ def test_other_pairs_and_mismatched_sizes_raise_type_error_and_copy_nothing(ours
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_a_gelu_encoder_layer_equals_pytorchs_gelu_layer(norm_first):
     theirs = nn.TransformerEncoderLayer(
-        D_MODEL, HEADS, D_FF, dropout=0.0, activation="gelu", batch_first=True, norm_first=norm_first
+        D_MODEL,
+        HEADS,
+        D_FF,
+        dropout=0.0,
+        activation="gelu",
+        batch_first=True,
+        norm_first=norm_first,
     )
-    ours = tl.EncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first, activation="gelu")
+    ours = tl.EncoderLayer(
+        D_MODEL, HEADS, D_FF, dropout=0.0, norm_first=norm_first, activation="gelu"
+    )
     tl.copy_from_torch(ours, theirs)
     x = torch.randn(B, T_SRC, D_MODEL)
     assert max_abs_diff(ours.eval()(x), theirs.eval()(x)) < 1e-5
@@ -111,10 +141,12 @@ def test_a_gelu_encoder_layer_equals_pytorchs_gelu_layer(norm_first):
 
 
 def test_transformer_lib_runs_without_transformers_and_says_what_to_install():
-    """``transformers`` is optional: importing the library never imports it, and from_huggingface without it
-    raises an ImportError naming the package (run in a fresh interpreter where the import fails)."""
+    """``transformers`` is optional: importing the library never imports it, and from_huggingface
+    without it raises an ImportError naming the package (run in a fresh interpreter where the import
+    fails)."""
     code = (
-        "import sys; sys.modules['transformers'] = None\n"  # makes `import transformers` raise ImportError
+        # makes `import transformers` raise ImportError
+        "import sys; sys.modules['transformers'] = None\n"
         "import transformer_lib as tl\n"
         "assert tl.from_huggingface\n"
         "try:\n"
@@ -123,5 +155,7 @@ def test_transformer_lib_runs_without_transformers_and_says_what_to_install():
         "    print(error)\n"
     )
     root = Path(__file__).resolve().parents[1]  # this checkout's transformer_lib
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
     assert "need the optional package transformers (pip install transformers)" in result.stdout

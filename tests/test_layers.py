@@ -70,8 +70,11 @@ def test_positional_encoding_shift_is_a_fixed_rotation_per_frequency_pair():
     pe = tl.sinusoidal_encoding(d_model, 100)
     for i in range(d_model // 2):
         w = 10000 ** (-2 * i / d_model)
-        # sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, for row vectors:
-        rotation = torch.tensor([[math.cos(k * w), -math.sin(k * w)], [math.sin(k * w), math.cos(k * w)]])
+        # sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, for row
+        # vectors:
+        rotation = torch.tensor(
+            [[math.cos(k * w), -math.sin(k * w)], [math.sin(k * w), math.cos(k * w)]]
+        )
         pair = pe[:, 2 * i : 2 * i + 2]  # (positions, 2): (sin, cos) of pos * w
         shifted = pair[:-k] @ rotation  # the same map for every position
         torch.testing.assert_close(shifted, pair[k:], atol=1e-4, rtol=0)
@@ -83,7 +86,7 @@ def test_positional_encoding_handles_odd_widths_and_names_max_len():
         tl.PositionalEncoding(8, max_len=4)(torch.zeros(1, 5, 8))
 
 
-# --- options for GPT-2, BERT and MarianMT (defaults: the paper) ------------------------------------------
+# --- options for GPT-2, BERT and MarianMT (defaults: the paper) -----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -91,7 +94,10 @@ def test_positional_encoding_handles_odd_widths_and_names_max_len():
     [
         ("relu", lambda h: h.clamp(min=0)),
         ("gelu", lambda h: 0.5 * h * (1 + torch.erf(h / math.sqrt(2)))),
-        ("gelu_tanh", lambda h: 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))),
+        (
+            "gelu_tanh",
+            lambda h: 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3))),
+        ),
         ("silu", lambda h: h * torch.sigmoid(h)),
     ],
 )
@@ -125,7 +131,9 @@ def test_sinusoid_halves_layout_puts_every_sine_first(d_model):
     sines = (d_model + 1) // 2
     assert torch.equal(halves[:, :sines], interleaved[:, 0::2])  # sin(pos * w_i), i = 0, 1, ...
     assert torch.equal(halves[:, sines:], interleaved[:, 1::2])  # cos(pos * w_i)
-    with pytest.raises(ValueError, match=r"layout must be one of \('interleaved', 'halves'\), got layout='split'"):
+    with pytest.raises(
+        ValueError, match=r"layout must be one of \('interleaved', 'halves'\), got layout='split'"
+    ):
         tl.sinusoidal_encoding(d_model, 20, layout="split")
 
 
@@ -134,12 +142,14 @@ def test_embedding_norm_normalises_token_plus_position_before_dropout(learned):
     torch.manual_seed(0)
     kind = tl.layers.LearnedPositionalEncoding if learned else tl.PositionalEncoding
     plain, normed = kind(16, 20, dropout=0.0), kind(16, 20, dropout=0.0, norm=True, eps=1e-12)
-    normed.load_state_dict(plain.state_dict(), strict=False)  # the same table (learned) plus a fresh norm
+    # the same table (learned) plus a fresh norm
+    normed.load_state_dict(plain.state_dict(), strict=False)
     assert plain.norm is None and normed.norm.eps == 1e-12
     x = torch.randn(2, 5, 16)
     torch.testing.assert_close(normed(x), normed.norm(plain(x)))
     out = normed(x)
-    torch.testing.assert_close(out.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)  # LayerNorm's gain 1, shift 0
+    # LayerNorm's gain 1, shift 0
+    torch.testing.assert_close(out.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)
     normed.train()
     normed.dropout.p = 0.5
     assert (normed(x) == 0).any()  # dropout still comes last
@@ -148,3 +158,22 @@ def test_embedding_norm_normalises_token_plus_position_before_dropout(learned):
 def test_residual_sublayer_takes_its_norms_eps():
     assert tl.ResidualSublayer(8, eps=1e-12).norm.eps == 1e-12
     assert tl.ResidualSublayer(8).norm.eps == 1e-5  # nn.LayerNorm's, the default
+
+
+def test_block_options_are_one_record_that_layers_take_or_change_by_keyword():
+    from transformer_lib.model.layers import BlockOptions
+
+    options = BlockOptions(dropout=0.0, norm_first=True, norm="rmsnorm", activation="gelu")
+    by_record = tl.EncoderLayer(16, 4, 32, options)
+    by_keyword = tl.EncoderLayer(
+        16, 4, 32, dropout=0.0, norm_first=True, norm="rmsnorm", activation="gelu"
+    )
+    assert repr(by_record) == repr(by_keyword)
+    assert by_record.residual_ff.norm_first and isinstance(by_record.residual_ff.norm, tl.RMSNorm)
+    stack = tl.Decoder(2, 16, 4, 32, options, bias=False)  # a keyword changes a field of the record
+    assert all(m.bias is None for m in stack.modules() if isinstance(m, nn.Linear))
+    assert isinstance(stack.final_norm, tl.RMSNorm) and options.bias  # the record is unchanged
+    with pytest.raises(TypeError, match="options must be a BlockOptions, got float"):
+        tl.EncoderLayer(16, 4, 32, 0.1)  # dropout passed where the record goes
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dropuot'"):
+        tl.EncoderLayer(16, 4, 32, dropuot=0.0)

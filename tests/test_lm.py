@@ -1,16 +1,17 @@
-"""The decoder-only and masked language models (notebook 11) and the standard-library text corpus."""
+"""The decoder-only and masked language models (notebook 11) and the standard-library text corpus.
+"""
 
 import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.lm import IGNORE_INDEX, LMConfig, language_model_loss, mask_tokens
+from transformer_lib.model.lm import IGNORE_INDEX, LMConfig, language_model_loss, mask_tokens
 
 
 def tiny_config(**changes) -> LMConfig:
-    return LMConfig(vocab_size=23, d_model=16, num_heads=2, d_ff=32, num_layers=2, dropout=0.0, max_len=40).replace(
-        **changes
-    )
+    return LMConfig(
+        vocab_size=23, d_model=16, num_heads=2, d_ff=32, num_layers=2, dropout=0.0, max_len=40
+    ).replace(**changes)
 
 
 @pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope"])
@@ -21,7 +22,8 @@ def test_decoder_only_cannot_see_the_future(positional, norm_first):
     tokens = torch.randint(1, 23, (3, 12))  # (B, T)
     changed = tokens.clone()
     t = 5
-    changed[:, t + 1 :] = torch.randint(1, 23, (3, 12 - t - 1))  # every token after position t differs
+    # every token after position t differs
+    changed[:, t + 1 :] = torch.randint(1, 23, (3, 12 - t - 1))
     before, after = model(tokens), model(changed)  # (B, T, V)
     torch.testing.assert_close(before[:, : t + 1], after[:, : t + 1])
     assert not torch.allclose(before[:, t + 1 :], after[:, t + 1 :])
@@ -33,18 +35,21 @@ def test_masked_lm_sees_both_directions():
     tokens = torch.randint(1, 23, (2, 10))
     changed = tokens.clone()
     changed[:, -1] = (tokens[:, -1] % 22) + 1  # change only the last token
-    assert not torch.allclose(model(tokens)[:, 0], model(changed)[:, 0])  # the first position notices
+    # the first position notices
+    assert not torch.allclose(model(tokens)[:, 0], model(changed)[:, 0])
 
 
 def test_masked_lm_ignores_padding_keys():
     torch.manual_seed(0)
     model = tl.MaskedLM(tiny_config(norm_first=False)).eval()
     tokens = torch.randint(1, 23, (1, 6))
-    padded = torch.cat([tokens, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # three <pad> after the text
+    # three <pad> after the text
+    padded = torch.cat([tokens, torch.zeros(1, 3, dtype=torch.long)], dim=1)
     torch.testing.assert_close(model(tokens), model(padded)[:, :6], atol=1e-5, rtol=1e-5)
 
 
-# Llama's switches on the tiny model: rotary positions (offset by the cache), grouped keys and values in the cache
+# Llama's switches on the tiny model: rotary positions (offset by the cache), grouped keys and
+# values in the cache
 MODERN = dict(positional="rope", norm="rmsnorm", activation="swiglu", n_kv_heads=1, bias=False)
 
 
@@ -79,10 +84,13 @@ def test_mask_tokens_follows_80_10_10_and_never_picks_specials():
     tokens = torch.randint(5, 50, (200, 500))  # (B, T): 100,000 maskable positions
     tokens[:, -50:] = 0  # padding
     mask_id = 4
-    inputs, targets = mask_tokens(tokens, mask_id, 50, special_ids=(0, 1, 2, 3), generator=generator)
+    inputs, targets = mask_tokens(
+        tokens, mask_id, 50, special_ids=(0, 1, 2, 3), generator=generator
+    )
     shares = tl.lm.masking_shares(tokens, inputs, targets, mask_id, special_ids=(0, 1, 2, 3))
     expected = tl.lm.expected_masking_shares(50, mask_id, special_ids=(0, 1, 2, 3))
-    # about 15,000 picked positions: a share of picked ones has a standard deviation of at most 0.004
+    # about 15,000 picked positions: a share of picked ones has a standard deviation of at most
+    # 0.004
     for part, share in shares.items():
         assert abs(share - expected[part]) < 0.015, (part, share, expected[part])
     assert shares["share of the special positions picked"] == 0.0  # padding is never picked
@@ -91,7 +99,8 @@ def test_mask_tokens_follows_80_10_10_and_never_picks_specials():
 
 def test_masking_shares_count_by_hand():
     tokens = torch.tensor([[0, 5, 6, 7, 8]])  # 0 is special
-    inputs = torch.tensor([[0, 4, 9, 7, 8]])  # 5 -> <mask> (4), 6 -> another token, 7 picked but kept
+    # 5 -> <mask> (4), 6 -> another token, 7 picked but kept
+    inputs = torch.tensor([[0, 4, 9, 7, 8]])
     targets = torch.tensor([[IGNORE_INDEX, 5, 6, 7, IGNORE_INDEX]])
     shares = tl.lm.masking_shares(tokens, inputs, targets, mask_id=4, special_ids=(0,))
     assert shares["share of the non-special positions picked"] == 3 / 4
@@ -105,7 +114,9 @@ def test_masked_lm_loss_counts_only_masked_positions():
     logits = torch.randn(2, 6, 9)
     targets = torch.full((2, 6), IGNORE_INDEX)
     targets[0, 1], targets[1, 4] = 3, 7
-    expected = torch.stack([-logits[0, 1].log_softmax(-1)[3], -logits[1, 4].log_softmax(-1)[7]]).mean()
+    expected = torch.stack(
+        [-logits[0, 1].log_softmax(-1)[3], -logits[1, 4].log_softmax(-1)[7]]
+    ).mean()
     torch.testing.assert_close(language_model_loss(logits, targets), expected)
     other = logits.clone()
     other[0, 0] += 100.0  # a position that is not masked
@@ -121,10 +132,11 @@ def test_parameter_counts_of_published_configurations():
     with torch.device("meta"):
         gpt2 = tl.DecoderOnlyLM(LMConfig.gpt2_small())
         bert = tl.MaskedLM(LMConfig.bert_base())
-    # GPT-2 small: exactly the 124,439,808 of the released model (tied output, learned positions, pre-LN)
+    # GPT-2 small: exactly the 124,439,808 of the released model (tied output, learned positions,
+    # pre-LN)
     assert tl.count_parameters(gpt2)["total"] == 124_439_808
-    # BERT-base: the released BertForMaskedLM has 109,514,298; ours lacks its token-type embedding (2 x 768)
-    # and the LayerNorm after its embeddings (2 x 768)
+    # BERT-base: the released BertForMaskedLM has 109,514,298; ours lacks its token-type embedding
+    # (2 x 768) and the LayerNorm after its embeddings (2 x 768)
     assert tl.count_parameters(bert)["total"] == 109_514_298 - 2 * 768 - 2 * 768
 
 
@@ -137,7 +149,7 @@ def test_config_rejects_bad_values():
         tiny_config(pad_id=23)
 
 
-# --- padding masks and the options GPT-2 and BERT need (defaults: the paper's block) ---------------------
+# --- padding masks and the options GPT-2 and BERT need (defaults: the paper's block) --------------
 
 
 def test_decoder_only_padding_mask_leaves_the_real_positions_as_without_padding():
@@ -148,7 +160,8 @@ def test_decoder_only_padding_mask_leaves_the_real_positions_as_without_padding(
     real = torch.tensor([True] * 6 + [False] * 3)
     mask = real.expand(2, 9)[:, None, None, :]  # (B, 1, 1, T): True = may attend
     torch.testing.assert_close(model(right, mask=mask)[:, :6], model(tokens), atol=1e-5, rtol=1e-5)
-    left = torch.cat([torch.randint(1, 23, (2, 3)), tokens], dim=1)  # junk before the text: it must be hidden
+    # junk before the text: it must be hidden
+    left = torch.cat([torch.randint(1, 23, (2, 3)), tokens], dim=1)
     left_mask = real.flip(0).expand(2, 9)[:, None, None, :]
     unmasked, masked = model(left)[:, 3:], model(left, mask=left_mask)[:, 3:]
     assert not torch.allclose(unmasked, masked)
@@ -165,19 +178,25 @@ def test_decoder_only_padding_mask_with_a_cache_covers_the_cached_tokens():
     mask[1, ..., :2] = False  # row 1 is left-padded by two
     full = model(tokens, mask=mask)  # (B, T, V)
     cache = model.new_cache()
-    steps = [model(tokens[:, : t + 1][:, cache.length :], cache=cache, mask=mask[..., : t + 1]) for t in range(7)]
+    steps = [
+        model(tokens[:, : t + 1][:, cache.length :], cache=cache, mask=mask[..., : t + 1])
+        for t in range(7)
+    ]
     torch.testing.assert_close(torch.cat(steps, dim=1)[:, 2:], full[:, 2:], atol=1e-5, rtol=1e-5)
 
 
 def test_padding_masks_of_the_wrong_shape_or_dtype_say_what_is_expected():
     model = tl.DecoderOnlyLM(tiny_config())
     tokens = torch.randint(1, 23, (2, 5))
-    with pytest.raises(ValueError, match=r"padding mask of shape \(B, 1, 1, T_k\) = \(2, 1, 1, 5\).*attention_mask"):
+    with pytest.raises(
+        ValueError, match=r"padding mask of shape \(B, 1, 1, T_k\) = \(2, 1, 1, 5\).*attention_mask"
+    ):
         model(tokens, mask=torch.ones(2, 1, 5, 5, dtype=torch.bool))
     with pytest.raises(TypeError, match="torch.bool"):
         tl.MaskedLM(tiny_config())(tokens, mask=torch.ones(2, 1, 1, 5, dtype=torch.long))
     with pytest.raises(ValueError, match="dims"):
-        model(tokens, mask=torch.ones(2, 5, dtype=torch.bool))  # Hugging Face's (B, T) needs [:, None, None, :]
+        # Hugging Face's (B, T) needs [:, None, None, :]
+        model(tokens, mask=torch.ones(2, 5, dtype=torch.bool))
 
 
 def test_masked_lm_explicit_mask_replaces_the_pad_id_mask():
@@ -198,7 +217,8 @@ def test_without_a_pad_id_no_token_is_padding():
     tokens[:, -1] = 0  # token 0 is an ordinary token here
     changed = tokens.clone()
     changed[:, -1] = 1
-    assert not torch.allclose(model(tokens)[:, 0], model(changed)[:, 0])  # position 0 sees the last token
+    # position 0 sees the last token
+    assert not torch.allclose(model(tokens)[:, 0], model(changed)[:, 0])
 
 
 def test_token_types_add_one_learned_vector_per_segment():
@@ -209,7 +229,8 @@ def test_token_types_add_one_learned_vector_per_segment():
     assert tl.count_parameters(model)["total"] == tl.count_parameters(without)["total"] + 2 * 16
     tokens = torch.randint(1, 23, (2, 8))
     zeros, segments = torch.zeros_like(tokens), (torch.arange(8) >= 4).long().expand(2, 8)
-    torch.testing.assert_close(model(tokens), model(tokens, token_types=zeros))  # BERT's default: segment 0
+    # BERT's default: segment 0
+    torch.testing.assert_close(model(tokens), model(tokens, token_types=zeros))
     assert not torch.allclose(model(tokens), model(tokens, token_types=segments))
     with pytest.raises(ValueError, match=r"token_types must lie in \[0, 2\), got min=0, max=2"):
         model(tokens, token_types=zeros + 2 * (segments == 1))
@@ -221,7 +242,10 @@ def test_token_types_add_one_learned_vector_per_segment():
 
 def test_untied_output_head_is_a_matrix_of_its_own():
     torch.manual_seed(0)
-    tied, untied = tl.DecoderOnlyLM(tiny_config()), tl.DecoderOnlyLM(tiny_config(tie_embeddings=False))
+    tied, untied = (
+        tl.DecoderOnlyLM(tiny_config()),
+        tl.DecoderOnlyLM(tiny_config(tie_embeddings=False)),
+    )
     assert tied.output is None and untied.output.weight.data_ptr() != untied.embed.weight.data_ptr()
     assert tl.count_parameters(untied)["total"] == tl.count_parameters(tied)["total"] + 23 * 16
     tokens = torch.randint(1, 23, (2, 5))
@@ -230,17 +254,26 @@ def test_untied_output_head_is_a_matrix_of_its_own():
 
 
 def test_lm_options_reach_their_layers_and_print_only_when_set():
-    config = tiny_config(activation="gelu_tanh", layer_norm_eps=1e-12, attention_dropout=0.1, scale_embeddings=False)
+    config = tiny_config(
+        activation="gelu_tanh", layer_norm_eps=1e-12, attention_dropout=0.1, scale_embeddings=False
+    )
     model = tl.MaskedLM(config.replace(embedding_norm=True))
-    assert {m.activation for m in model.modules() if isinstance(m, tl.PositionwiseFeedForward)} == {"gelu_tanh"}
-    assert {m.eps for m in model.modules() if isinstance(m, tl.LayerNorm)} == {1e-12}  # head and embedding too
+    assert {m.activation for m in model.modules() if isinstance(m, tl.PositionwiseFeedForward)} == {
+        "gelu_tanh"
+    }
+    # head and embedding too
+    assert {m.eps for m in model.modules() if isinstance(m, tl.LayerNorm)} == {1e-12}
     assert {m.dropout.p for m in model.modules() if isinstance(m, tl.MultiHeadAttention)} == {0.1}
     assert model.embed.scale == 1.0
     assert repr(LMConfig.cpu_char(101)) == (
-        "LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, dropout=0.0, max_len=128, "
+        "LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, dropout=0.0, "
+        "max_len=128, "
         "positional='learned', norm_first=True, pad_id=0)"
     )  # notebook 11 prints this
-    options = "activation='gelu_tanh', scale_embeddings=False, layer_norm_eps=1e-12, attention_dropout=0.1)"
+    options = (
+        "activation='gelu_tanh', scale_embeddings=False, layer_norm_eps=1e-12, "
+        "attention_dropout=0.1)"
+    )
     assert repr(config).endswith(options)
 
 
@@ -248,9 +281,17 @@ def test_lm_options_reach_their_layers_and_print_only_when_set():
     "options, error, message",
     [
         ({"activation": "tanh"}, ValueError, "activation must be one of"),
-        ({"type_vocab_size": -1}, ValueError, "type_vocab_size must be >= 0, got type_vocab_size=-1"),
+        (
+            {"type_vocab_size": -1},
+            ValueError,
+            "type_vocab_size must be >= 0, got type_vocab_size=-1",
+        ),
         ({"tie_embeddings": "no"}, TypeError, "tie_embeddings must be True or False"),
-        ({"pad_id": 1.5}, TypeError, r"pad_id must be an int, got 1.5 of type float \(or None for a language"),
+        (
+            {"pad_id": 1.5},
+            TypeError,
+            r"pad_id must be an int, got 1.5 of type float \(or None for a language",
+        ),
         ({"layer_norm_eps": -1e-5}, ValueError, "layer_norm_eps must be finite and > 0"),
     ],
 )
@@ -261,15 +302,20 @@ def test_bad_lm_option_values_are_named_with_what_was_expected(options, error, m
 
 def test_bert_base_with_berts_switches_has_the_released_parameter_count():
     bert = LMConfig.bert_base().replace(
-        embedding_norm=True, type_vocab_size=2, scale_embeddings=False, layer_norm_eps=1e-12, activation="gelu"
+        embedding_norm=True,
+        type_vocab_size=2,
+        scale_embeddings=False,
+        layer_norm_eps=1e-12,
+        activation="gelu",
     )
     with torch.device("meta"):
         model = tl.MaskedLM(bert)
-    # the 3,072 that bert_base() lacks are the token-type embedding (2 x 768) and the embedding LayerNorm
+    # the 3,072 that bert_base() lacks are the token-type embedding (2 x 768) and the embedding
+    # LayerNorm
     assert tl.count_parameters(model)["total"] == 109_514_298
 
 
-# --- the corpus -------------------------------------------------------------------------------------------
+# --- the corpus -----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +359,7 @@ def test_corpus_too_small_is_a_clear_error(tmp_path):
         tl.PythonSourceCorpus(root=tmp_path)
 
 
-# --- training ----------------------------------------------------------------------------------------------
+# --- training -------------------------------------------------------------------------------------
 
 
 def test_language_model_trainer_learns_and_resumes(corpus, tmp_path):

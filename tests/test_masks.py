@@ -27,11 +27,17 @@ def test_masks_combine_with_and():
     tokens = torch.tensor([[4, 5, 0]])
     combined = tl.padding_mask(tokens, 0) & tl.causal_mask(3)
     assert combined.shape == (1, 1, 3, 3)
-    assert combined[0, 0].tolist() == [[True, False, False], [True, True, False], [True, True, False]]
+    assert combined[0, 0].tolist() == [
+        [True, False, False],
+        [True, True, False],
+        [True, True, False],
+    ]
 
 
 def test_check_mask_names_shapes_in_its_error():
-    with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 8, 5, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"mask of shape \(2, 1, 1, 7\) cannot broadcast to scores \(2, 8, 5, 5\)"
+    ):
         tl.masks.check_mask(torch.ones(2, 1, 1, 7, dtype=torch.bool), (2, 8, 5, 5))
 
 
@@ -46,7 +52,8 @@ def test_check_mask_refuses_non_bool_masks():
 
 
 @pytest.mark.parametrize(
-    "bad, message", [((0, 3), "size_q must be >= 1, got size_q=0"), ((3, 2), "1 <= T_q <= T_k, got T_q=3, T_k=2")]
+    "bad, message",
+    [((0, 3), "size_q must be >= 1, got size_q=0"), ((3, 2), "1 <= T_q <= T_k, got T_q=3, T_k=2")],
 )
 def test_causal_mask_rejects_impossible_sizes(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -59,7 +66,8 @@ def test_padding_mask_rejects_wrong_rank():
 
 
 def test_check_mask_advises_the_3d_padding_mask_for_3d_scores():
-    """For scores (B, T_q, T_k) the advice must be a mask that then passes: tl.padding_mask(...)[:, 0]."""
+    """For scores (B, T_q, T_k) the advice must be a mask that then passes: tl.padding_mask(...)[:,
+    0]."""
     tokens = torch.tensor([[5, 6, 0, 0, 0, 0, 0], [7, 8, 9, 0, 0, 0, 0]])  # (B, T_k) = (2, 7)
     with pytest.raises(ValueError) as error:
         tl.masks.check_mask(tl.padding_mask(tokens, 0)[:, 0, 0], (2, 5, 7))  # a (B, T_k) mask
@@ -69,10 +77,14 @@ def test_check_mask_advises_the_3d_padding_mask_for_3d_scores():
     assert "For scores (B, T_q, T_k): padding (B, 1, T_k), causal (1, T_q, T_k)" in message
     tl.masks.check_mask(tl.padding_mask(tokens, 0)[:, 0], (2, 5, 7))  # the advice passes
     tl.masks.check_mask(tl.causal_mask(5, 7)[0], (2, 5, 7))
-    with pytest.raises(ValueError, match=r"expected a padding mask \(B, 1, T_k\), a causal mask \(1, T_q, T_k\)"):
+    with pytest.raises(
+        ValueError, match=r"expected a padding mask \(B, 1, T_k\), a causal mask \(1, T_q, T_k\)"
+    ):
         tl.masks.check_mask(torch.ones(3, 1, 7, dtype=torch.bool), (2, 5, 7))
 
 
 def test_check_mask_advises_the_4d_padding_mask_for_4d_scores():
-    with pytest.raises(ValueError, match=r"tl.padding_mask\(tokens, pad_id\), which gives \(B, 1, 1, T_k\)"):
+    with pytest.raises(
+        ValueError, match=r"tl.padding_mask\(tokens, pad_id\), which gives \(B, 1, 1, T_k\)"
+    ):
         tl.masks.check_mask(torch.ones(2, 7, dtype=torch.bool), (2, 4, 5, 7))

@@ -10,7 +10,9 @@ D, H, FF = 32, 4, 64
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
-    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    theirs = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
     ours = tl.EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
     tl.copy_from_torch(ours, theirs)
     x = torch.randn(3, 6, D)
@@ -19,12 +21,15 @@ def test_encoder_layer_equals_nn_transformer_encoder_layer(norm_first):
     out = ours(x, (~pad)[:, None, None, :])
     ref = theirs(x, src_key_padding_mask=pad)
     real = ~pad
-    assert max_abs_diff(out[real], ref[real]) < 1e-5  # PyTorch's fast path returns 0 at padded positions
+    # PyTorch's fast path returns 0 at padded positions
+    assert max_abs_diff(out[real], ref[real]) < 1e-5
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_equals_nn_transformer_decoder_layer(norm_first):
-    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    theirs = nn.TransformerDecoderLayer(
+        D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first
+    ).eval()
     ours = tl.DecoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first).eval()
     tl.copy_from_torch(ours, theirs)
     x, memory = torch.randn(3, 5, D), torch.randn(3, 7, D)
@@ -45,7 +50,13 @@ def test_encoder_at_the_seeds_configuration_keeps_its_shape():
 @pytest.fixture
 def model():
     config = tl.TransformerConfig(
-        src_vocab_size=20, tgt_vocab_size=20, d_model=D, num_heads=H, d_ff=FF, num_layers=2, dropout=0.0
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        d_model=D,
+        num_heads=H,
+        d_ff=FF,
+        num_layers=2,
+        dropout=0.0,
     )
     return tl.Transformer(config).eval()
 
@@ -117,10 +128,15 @@ def test_gradients_reach_every_parameter(model):
 
 def test_learned_positions_add_one_vector_per_position_and_count_as_parameters():
     config = tl.TransformerConfig.cpu_tiny(vocab_size=20).replace(max_len=32)
-    sinusoidal, learned = tl.Transformer(config), tl.Transformer(config.replace(positional="learned"))
+    sinusoidal, learned = (
+        tl.Transformer(config),
+        tl.Transformer(config.replace(positional="learned")),
+    )
     assert tl.count_parameters(sinusoidal)["positions"] == 0  # a buffer, not a parameter
     assert tl.count_parameters(learned)["positions"] == 32 * 64  # nn.Embedding(max_len, d_model)
-    assert tl.count_parameters(learned)["total"] == tl.count_parameters(sinusoidal)["total"] + 32 * 64
+    assert (
+        tl.count_parameters(learned)["total"] == tl.count_parameters(sinusoidal)["total"] + 32 * 64
+    )
     positions = learned.positions.eval()
     out = positions(torch.zeros(3, 5, 64))  # (B, T, d_model): just the position vectors
     torch.testing.assert_close(out, positions.embedding.weight[:5].expand(3, 5, 64))
@@ -134,13 +150,16 @@ def test_learned_positions_train_and_decode_with_a_cache():
     model = tl.Transformer(config)
     src, tgt = torch.randint(1, 20, (2, 6)), torch.randint(1, 20, (2, 5))
     model(src, tgt).sum().backward()
-    assert model.positions.embedding.weight.grad[:5].abs().sum() > 0  # the positions used get gradient
+    # the positions used get gradient
+    assert model.positions.embedding.weight.grad[:5].abs().sum() > 0
     assert model.positions.embedding.weight.grad[6:].abs().sum() == 0  # the others do not
     model.eval()
     memory, src_mask = model.encode(src), model.source_mask(src)
     full = model.decode(tgt, memory, src_mask)  # (B, T_tgt, d_model)
     cache = model.new_cache()
-    steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(tgt.size(1))]
+    steps = [
+        model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(tgt.size(1))
+    ]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="exceed max_len=16 of LearnedPositionalEncoding"):
         model(src, torch.randint(1, 20, (2, 17)))
@@ -151,7 +170,7 @@ def test_config_refuses_an_unknown_positional_kind():
         tl.TransformerConfig(10, 10, positional="rotary")
 
 
-# --- options (interop.from_huggingface turns them on for MarianMT; the defaults are the paper's) -----------
+# --- options (interop.from_huggingface turns them on for MarianMT; the defaults are the paper's) --
 
 
 def tiny(**options) -> tl.TransformerConfig:
@@ -161,8 +180,9 @@ def tiny(**options) -> tl.TransformerConfig:
 
 def test_a_config_prints_its_options_only_when_they_are_set():
     assert repr(tiny()) == (
-        "TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=32, num_heads=4, d_ff=64, num_layers=2, "
-        "dropout=0.0, attention_dropout=0.0, label_smoothing=0.1, norm_first=False, share_embeddings=True, "
+        "TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=32, num_heads=4, d_ff=64, "
+        "num_layers=2, "
+        "dropout=0.0, attention_dropout=0.0, norm_first=False, share_embeddings=True, "
         "max_len=5000, pad_id=0, positional='sinusoidal')"
     )  # as before the options existed: the notebooks print configs
     assert repr(tiny(activation="silu", num_decoder_layers=3)).endswith(
@@ -171,22 +191,29 @@ def test_a_config_prints_its_options_only_when_they_are_set():
 
 
 def test_options_reach_every_layer_they_name():
-    model = tl.Transformer(tiny(activation="gelu", layer_norm_eps=1e-6, scale_embeddings=False, embedding_norm=True))
+    model = tl.Transformer(
+        tiny(activation="gelu", layer_norm_eps=1e-6, scale_embeddings=False, embedding_norm=True)
+    )
     feed_forwards = [m for m in model.modules() if isinstance(m, tl.PositionwiseFeedForward)]
     assert len(feed_forwards) == 4 and {m.activation for m in feed_forwards} == {"gelu"}
     norms = [m for m in model.modules() if isinstance(m, tl.LayerNorm)]
-    assert len(norms) == 2 * 2 + 2 * 3 + 1 and {m.eps for m in norms} == {1e-6}  # + the embedding norm
+    # + the embedding norm
+    assert len(norms) == 2 * 2 + 2 * 3 + 1 and {m.eps for m in norms} == {1e-6}
     assert model.src_embed.scale == 1.0 and model.positions.norm is not None
 
 
 def test_separate_decoder_depth_builds_caches_for_it_and_decodes_the_same_with_them():
     model = tl.Transformer(tiny(num_decoder_layers=3)).eval()
-    assert (len(model.encoder.layers), len(model.decoder.layers), model.config.decoder_layers) == (2, 3, 3)
+    assert (len(model.encoder.layers), len(model.decoder.layers), model.config.decoder_layers) == (
+        2,
+        3,
+        3,
+    )
     src, tgt = torch.randint(1, 20, (2, 7)), torch.randint(1, 20, (2, 5))
     memory, src_mask = model.encode(src), model.source_mask(src)
     full = model.decode(tgt, memory, src_mask)  # (B, T_tgt, d_model)
     cache = model.new_cache()
-    assert len(cache.self_attn) == 3
+    assert len(cache.layers) == len(cache.cross) == 3
     steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache) for t in range(5)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
     assert tiny().decoder_layers == 2  # None: the paper's one N
@@ -207,9 +234,17 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
 @pytest.mark.parametrize(
     "options, error, message",
     [
-        ({"activation": "swish"}, ValueError, r"must be one of \('relu', 'gelu', 'gelu_tanh', 'silu', 'swiglu'\)"),
+        (
+            {"activation": "swish"},
+            ValueError,
+            r"must be one of \('relu', 'gelu', 'gelu_tanh', 'silu', 'swiglu'\)",
+        ),
         ({"sinusoid_layout": "split"}, ValueError, "sinusoid_layout must be one of"),
-        ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps must be finite and > 0, got layer_norm_eps=0.0"),
+        (
+            {"layer_norm_eps": 0.0},
+            ValueError,
+            "layer_norm_eps must be finite and > 0, got layer_norm_eps=0.0",
+        ),
         ({"layer_norm_eps": "1e-5"}, TypeError, "layer_norm_eps must be a float > 0"),
         ({"scale_embeddings": 1}, TypeError, "scale_embeddings must be True or False, got 1"),
         ({"embedding_norm": "yes"}, TypeError, "embedding_norm must be True or False"),
@@ -217,13 +252,25 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
         ({"num_decoder_layers": 0}, ValueError, "num_decoder_layers must be >= 1"),
         ({"attention_dropout": 1.0}, ValueError, r"attention_dropout must lie in \[0, 1\)"),
         ({"pad_id": None}, ValueError, "pad_id=None is for the language models"),
-        ({"norm": "batchnorm"}, ValueError, r"norm must be one of \('layernorm', 'rmsnorm'\), got norm='batchnorm'"),
+        (
+            {"norm": "batchnorm"},
+            ValueError,
+            r"norm must be one of \('layernorm', 'rmsnorm'\), got norm='batchnorm'",
+        ),
         ({"bias": 0}, TypeError, "bias must be True or False, got 0"),
         ({"n_kv_heads": 3}, ValueError, "num_heads=4 is not divisible by n_kv_heads=3"),
         ({"n_kv_heads": 0}, ValueError, "n_kv_heads must be >= 1"),
-        ({"positional": "rope", "rope_theta": 0.0}, ValueError, "rope_theta must be finite and > 0"),
+        (
+            {"positional": "rope", "rope_theta": 0.0},
+            ValueError,
+            "rope_theta must be finite and > 0",
+        ),
         ({"rope_theta": 500.0}, ValueError, "rope_theta=500.0 is read only with positional='rope'"),
-        ({"positional": "rope", "d_model": 12, "num_heads": 4}, ValueError, "d_k = d_model // num_heads must be even"),
+        (
+            {"positional": "rope", "d_model": 12, "num_heads": 4},
+            ValueError,
+            "d_k = d_model // num_heads must be even",
+        ),
     ],
 )
 def test_bad_option_values_are_named_with_what_was_expected(options, error, message):

@@ -1,5 +1,5 @@
-"""Data parallelism with two local processes (gloo on CPU): averaged gradients equal one big batch, and
-several data-parallel steps lower the loss while the replicas stay identical."""
+"""Data parallelism with two local processes (gloo on CPU): averaged gradients equal one big batch,
+and several data-parallel steps lower the loss while the replicas stay identical."""
 
 import subprocess
 import sys
@@ -7,11 +7,13 @@ import sys
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from transformer_lib.parallel import compare_with_big_batch, train_data_parallel
+from transformer_lib.training.parallel import compare_with_big_batch, train_data_parallel
 
 
 def _worker(rank: int, world_size: int, rendezvous: str, results) -> None:
-    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world_size)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world_size
+    )
     try:
         gradient_gap = compare_with_big_batch(rank, world_size)
         losses, replica_gap = train_data_parallel(rank, world_size, steps=20)
@@ -36,9 +38,19 @@ def test_ddp_in_two_processes_matches_one_big_batch_and_trains(tmp_path):
 
 def test_torchrun_entry_point_reports_agreement_and_training():
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "-m", "transformer_lib.parallel"],
-        capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            "-m",
+            "transformer_lib.training.parallel",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "equal to one big batch: True" in result.stdout

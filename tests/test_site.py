@@ -1,5 +1,6 @@
-"""``tools/make_site.py`` without a browser: a notebook's widgets become explorers whose every frame is the picture
-the widget itself draws for those values, and the index's counts agree with the notebooks."""
+"""``tools/make_site.py`` without a browser: a notebook's widgets become explorers whose every frame
+is the picture the widget itself draws for those values, and the index's counts agree with the
+notebooks."""
 
 import json
 import re
@@ -24,7 +25,8 @@ import make_site  # noqa: E402
 
 
 def test_the_readme_counts_the_buggy_versions_notebook_08_shows():
-    """The site's index takes its 'what it teaches' column from the README: its count must be the notebook's."""
+    """The site's index takes its 'what it teaches' column from the README: its count must be the
+    notebook's."""
     cells = nbformat.read(ROOT / "notebooks" / "08_debugging_attention.ipynb", as_version=4).cells
     bugs = sum(1 for c in cells if c.cell_type == "code" and c.source.startswith("# BUG:"))
     teaches, _ = make_site.readme_rows()["08"]
@@ -32,7 +34,8 @@ def test_the_readme_counts_the_buggy_versions_notebook_08_shows():
 
 
 def displayed(widget) -> list:
-    """The outputs a notebook cell saves when it displays ``widget`` (controls with their snapshot, picture)."""
+    """The outputs a notebook cell saves when it displays ``widget`` (controls with their snapshot,
+    picture)."""
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.display import display
     from IPython.utils.capture import capture_output
@@ -40,29 +43,54 @@ def displayed(widget) -> list:
     InteractiveShell.instance()
     with capture_output() as shown:
         display(widget)
-    return [nbformat.v4.new_output("display_data", data=o.data, metadata=o.metadata or {}) for o in shown.outputs]
+    return [
+        nbformat.v4.new_output("display_data", data=o.data, metadata=o.metadata or {})
+        for o in shown.outputs
+    ]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A site from one notebook with three widgets; yields (site folder, the widgets, the page's soup)."""
+    """A site from one notebook with three widgets; yields (site folder, the widgets, the page's
+    soup)."""
     tl.seed_everything(0)
     task = tl.DateTask(num_test=10)
-    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(task.vocab)).replace(num_heads=2)).eval()
-    shown = [widgets.MaskBuilder(["a", "b", "<pad>"]), widgets.HeadExplorer(torch.softmax(torch.randn(1, 3, 3), -1)),
-             widgets.AttentionExplorer(model, task.vocab, "3 may 1999", max_len=4)]
+    model = tl.Transformer(
+        tl.TransformerConfig.cpu_tiny(len(task.vocab)).replace(num_heads=2)
+    ).eval()
+    shown = [
+        widgets.MaskBuilder(["a", "b", "<pad>"]),
+        widgets.HeadExplorer(torch.softmax(torch.randn(1, 3, 3), -1)),
+        widgets.AttentionExplorer(model, task.vocab, "3 may 1999", max_len=4),
+    ]
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("# 01 · A test\n\n## Explorers\n\n$$\\frac{a}{b}$$")]
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# 01 · A test\n\n## Explorers\n\n$$\\frac{a}{b}$$")
+    ]
     for widget in shown:
         cell = nbformat.v4.new_code_cell("widget")
         cell.outputs = displayed(widget)
         notebook.cells.append(cell)
-    view = {"application/vnd.jupyter.widget-view+json": {"model_id": "0", "version_major": 2, "version_minor": 0}}
-    old = nbformat.v4.new_code_cell("widget made before snapshots")  # its controls' output has no snapshot
-    old.outputs = [nbformat.v4.new_output("display_data", data={**view, "text/plain": "[controls: head = 0; run ...]"}),
-                   displayed(shown[1])[1]]
-    progress = nbformat.v4.new_code_cell("training")  # a progress bar: a widget view that is no explorer
-    progress.outputs = [nbformat.v4.new_output("display_data", data={**view, "text/plain": "training: 4/4 steps"})]
+    view = {
+        "application/vnd.jupyter.widget-view+json": {
+            "model_id": "0",
+            "version_major": 2,
+            "version_minor": 0,
+        }
+    }
+    # its controls' output has no snapshot
+    old = nbformat.v4.new_code_cell("widget made before snapshots")
+    old.outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={**view, "text/plain": "[controls: head = 0; run ...]"}
+        ),
+        displayed(shown[1])[1],
+    ]
+    # a progress bar: a widget view that is no explorer
+    progress = nbformat.v4.new_code_cell("training")
+    progress.outputs = [
+        nbformat.v4.new_output("display_data", data={**view, "text/plain": "training: 4/4 steps"})
+    ]
     notebook.cells += [old, progress]
     folder = tmp_path_factory.mktemp("notebooks")
     nbformat.write(notebook, folder / "01_test.ipynb")
@@ -79,28 +107,42 @@ def test_each_frame_of_an_explorer_is_what_its_widget_draws_for_those_values(sit
     assert len(explorers) == len(shown)
     for explorer, widget in zip(explorers, shown, strict=True):
         table = json.loads(explorer.select_one("script.tl-frames").string)
-        start = [table["values"][n][i] for n, i in zip(table["controls"], table["start"], strict=True)]
+        start = [
+            table["values"][n][i] for n, i in zip(table["controls"], table["start"], strict=True)
+        ]
         assert start == [widget.controls[n].value for n in table["controls"]]
         expected = {json.dumps(values, sort_keys=True): png for values, png in widget.frames()}
         assert len(table["frames"]) == len(expected)
         for row in table["frames"]:
             values = dict(table["fixed"])
-            values |= {n: table["values"][n][i] for n, i in zip(table["controls"], row[:-1], strict=True)}
-            assert (out / "frames" / row[-1]).read_bytes() == expected[json.dumps(values, sort_keys=True)]
+            values |= {
+                n: table["values"][n][i] for n, i in zip(table["controls"], row[:-1], strict=True)
+            }
+            assert (out / "frames" / row[-1]).read_bytes() == expected[
+                json.dumps(values, sort_keys=True)
+            ]
         first = explorer.select_one("img.tl-frame")["src"]
-        assert (out / "notebooks" / first).resolve().read_bytes() == widget.png  # the picture before any move
+        # the picture before any move
+        assert (out / "notebooks" / first).resolve().read_bytes() == widget.png
 
 
 def test_controls_are_inputs_a_text_box_is_disabled_and_one_value_is_hidden(site):
     _, _, soup = site
     mask, head, attention = soup.select("div.tl-widget")
     assert [i["type"] for i in mask.select("[data-control]")] == ["checkbox", "checkbox"]
-    assert [i.name for i in head.select("[data-control]")] == ["select"]  # one head: its slider is hidden
-    assert [i["data-control"] for i in attention.select("[data-control]")] == ["kind", "head", "scale"]
+    # one head: its slider is hidden
+    assert [i.name for i in head.select("[data-control]")] == ["select"]
+    assert [i["data-control"] for i in attention.select("[data-control]")] == [
+        "kind",
+        "head",
+        "scale",
+    ]
     text = attention.select_one('input[data-fixed="text"]')
     assert text.has_attr("disabled") and text["value"] == "3 may 1999"
     assert make_site.NEEDS_PYTHON in text.parent.get_text() and "make lab" in make_site.NEEDS_PYTHON
-    assert "query" in attention.select_one("p.tl-note").get_text() or attention.select_one('[data-fixed="query"]')
+    assert "query" in attention.select_one("p.tl-note").get_text() or attention.select_one(
+        '[data-fixed="query"]'
+    )
 
 
 def test_a_page_loads_nothing_from_outside_the_site(site):
@@ -120,6 +162,8 @@ def test_a_page_loads_nothing_from_outside_the_site(site):
 
 def test_a_widget_without_a_snapshot_keeps_its_picture_and_says_how_to_move_it(site):
     out, shown, soup = site
-    frozen = soup.find(string=re.compile("predate the web frames")).find_parent("div", class_="jp-Cell")
+    frozen = soup.find(string=re.compile("predate the web frames")).find_parent(
+        "div", class_="jp-Cell"
+    )
     assert "make notebooks" in frozen.get_text() and frozen.select("img")  # the first picture stays
     assert "training: 4/4 steps" in soup.get_text()  # a progress bar's text stays

@@ -11,10 +11,15 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib import translation_corpus
-from transformer_lib.length_batching import LengthBatches
-from transformer_lib.subwords import Merge, SubwordVocab, learn_bpe, segment
-from transformer_lib.translation_corpus import TatoebaCorpus, normalise_text, sentence_key, split_pairs
+from transformer_lib.training import translation_corpus
+from transformer_lib.training.length_batching import LengthBatches
+from transformer_lib.training.subwords import Merge, SubwordVocab, learn_bpe, segment
+from transformer_lib.training.translation_corpus import (
+    TatoebaCorpus,
+    normalise_text,
+    sentence_key,
+    split_pairs,
+)
 
 DATA_DIR = translation_corpus.shipped_pairs_path().parent
 

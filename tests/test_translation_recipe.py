@@ -1,4 +1,4 @@
-"""The translation recipe (``python -m transformer_lib.translation``): training end to end on a few hundred pairs,
+"""The translation recipe (``python -m transformer_lib.applications.translation``): training end to end on a few hundred pairs,
 checkpoints and resuming, ``translate`` on good and bad input, the scores, and the shipped model."""
 
 import copy
@@ -8,8 +8,8 @@ import pytest
 import sacrebleu
 import torch
 
-from transformer_lib import translation
-from transformer_lib.translation_corpus import TatoebaCorpus
+from transformer_lib.applications import translation
+from transformer_lib.training.translation_corpus import TatoebaCorpus
 
 pytest.importorskip("tokenizers")
 

@@ -12,7 +12,7 @@ turned into MathML (which browsers draw) by ``latex2mathml`` where it is install
 
 Every explorer still moves on the web. How the pictures get here, and why this way:
 
-* The widget is the one description of its controls (``transformer_lib.widgets``): ``FigureWidget.frames()``
+* The widget is the one description of its controls (``transformer_lib.teaching.widgets``): ``FigureWidget.frames()``
   yields ``(control values, PNG)`` for every combination of the values its ``site_values`` offers, each PNG drawn
   by the widget's own ``draw`` after setting those values. This file knows no widget by name.
 * The widgets are built in the notebook's kernel, often from a model trained there. When a widget is displayed,
@@ -51,7 +51,7 @@ import nbformat
 from bs4 import BeautifulSoup
 from nbconvert import HTMLExporter
 
-from transformer_lib.checks import registry
+from transformer_lib.teaching.checks import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "tools" / "site"  # site.js, site.css: copied to OUT_DIR/assets/
@@ -125,13 +125,13 @@ def made_at(source: Path) -> str:
     return f"outputs from commit {commit} of {date}"
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Widgets: find their snapshots in the notebook, let each widget draw its frames, write the HTML that swaps them.
 
 
 def widget_outputs(notebook) -> list[tuple[int, int, dict]]:
     """(cell index, output index of the controls, snapshot) for every widget displayed in the notebook."""
-    from transformer_lib.widgets import SNAPSHOT_KEY
+    from transformer_lib.teaching.widgets import SNAPSHOT_KEY
 
     found = []
     for c, cell in enumerate(notebook.cells):
@@ -145,7 +145,7 @@ def widget_outputs(notebook) -> list[tuple[int, int, dict]]:
 def is_frozen_widget(output) -> bool:
     """A transformer_lib widget displayed without a snapshot (outputs older than the static-site frames): its text
     is the controls' summary, ``[controls: ...]``. Other widget views (tqdm's progress bars) are not explorers."""
-    from transformer_lib.widgets import SNAPSHOT_KEY
+    from transformer_lib.teaching.widgets import SNAPSHOT_KEY
 
     data = output.get("data", {})
     return (WIDGET_VIEW in data and str(data.get("text/plain", "")).startswith("[controls:")
@@ -169,7 +169,7 @@ def _label(control, value) -> str:
 def _kind(control) -> str:
     import ipywidgets as w
 
-    from transformer_lib.widgets import control_values
+    from transformer_lib.teaching.widgets import control_values
 
     if isinstance(control, w.Checkbox):
         return "checkbox"
@@ -186,7 +186,7 @@ def draw_frames(snapshot: dict) -> dict:
     import matplotlib
 
     matplotlib.use("Agg")
-    from transformer_lib.widgets import FigureWidget, control_values
+    from transformer_lib.teaching.widgets import FigureWidget, control_values
 
     widget = FigureWidget.restore(snapshot)
     start = widget.values()
@@ -275,7 +275,7 @@ def widget_html(drawn: dict, notebook: str, number: int) -> str:
 def with_explorers(notebook, drawn: list[dict], name: str):
     """The notebook with each widget's two outputs (controls, first picture) replaced by its explorer's HTML;
     a widget without a snapshot keeps its picture, after a note that it cannot move here."""
-    from transformer_lib.widgets import SNAPSHOT_KEY
+    from transformer_lib.teaching.widgets import SNAPSHOT_KEY
 
     number = 0
     for cell in notebook.cells:
@@ -304,7 +304,7 @@ def with_explorers(notebook, drawn: list[dict], name: str):
     return notebook
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Pages
 
 

@@ -6,16 +6,17 @@
 tatoeba.org; default ``/work/shared/data/tatoeba-fra-eng/fra.txt``). The script writes, into
 ``transformer_lib/data_files/tatoeba_fra_eng/``:
 
-- ``pairs.tsv.gz``: every pair whose English side has at most ``--max-words`` words (split on spaces), both
-  sides cleaned by ``transformer_lib.translation_corpus.normalise_text``, a pair that cleaning made empty or a
-  repeat of an earlier pair dropped, in the distributor's order; gzip level 9 with no time stamp;
+- ``pairs.tsv.gz``: every pair whose English side has at most ``--max-words`` words (split on
+  spaces), both sides cleaned by ``transformer_lib.training.translation_corpus.normalise_text``, a
+  pair that cleaning made empty or a repeat of an earlier pair dropped, in the distributor's order;
+  gzip level 9 with no time stamp;
 - ``README.md``: how the file was made, its size in bytes, its checksums and the split sizes;
 - ``LICENSE.md``: the attribution and the licence (CC-BY 2.0), which must travel with the data.
 
-It prints the SHA-256 of the decompressed text, which ``translation_corpus.SHIPPED_TEXT_SHA256`` must equal
-(the library checks the file against it). Running it again on the same ``fra.txt`` writes the same text.
-gzip (not xz, which would be about a third smaller) because ``zlib`` is in every Python, while ``lzma`` is an
-optional part of CPython that some builds (pyenv without liblzma) lack.
+It prints the SHA-256 of the decompressed text, which ``translation_corpus.SHIPPED_TEXT_SHA256``
+must equal (the library checks the file against it). Running it again on the same ``fra.txt`` writes
+the same text. gzip (not xz, which would be about a third smaller) because ``zlib`` is in every
+Python, while ``lzma`` is an optional part of CPython that some builds (pyenv without liblzma) lack.
 """
 
 import argparse
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the library of this checkout, not an installed copy
 
-from transformer_lib.translation_corpus import (  # noqa: E402
+from transformer_lib.training.translation_corpus import (  # noqa: E402
     ATTRIBUTION,
     LICENCE_URL,
     SHIPPED_FILE,
@@ -63,7 +64,8 @@ def make_subset(lines: list[str], max_words: int) -> tuple[list[tuple[str, str]]
         fields = line.split("\t")
         if len(fields) < 2:
             raise ValueError(f"line {number}: expected English<TAB>French, got {line!r}")
-        english, french = normalise_text(fields[0]), normalise_text(fields[1])  # later fields: none in 2019-04-07
+        # later fields: none in 2019-04-07
+        english, french = normalise_text(fields[0]), normalise_text(fields[1])
         if len(english.split()) > max_words:
             dropped["longer"] += 1
         elif not english or not french:
@@ -78,8 +80,12 @@ def make_subset(lines: list[str], max_words: int) -> tuple[list[tuple[str, str]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("source", nargs="?", type=Path, default=DEFAULT_SOURCE, help="the distributor's fra.txt")
-    parser.add_argument("--max-words", type=int, default=15, help="keep pairs with at most this many English words")
+    parser.add_argument(
+        "source", nargs="?", type=Path, default=DEFAULT_SOURCE, help="the distributor's fra.txt"
+    )
+    parser.add_argument(
+        "--max-words", type=int, default=15, help="keep pairs with at most this many English words"
+    )
     args = parser.parse_args()
 
     source_bytes = args.source.read_bytes()
@@ -104,7 +110,7 @@ manythings.org/anki's `fra.txt` of 2019-04-07 ({len(lines):,} pairs, {len(source
 
 - kept: pairs whose English side has at most {args.max_words} words (split on spaces), in the file's order
   (which is by English length); {dropped["longer"]:,} longer pairs left out;
-- both sides cleaned by `transformer_lib.translation_corpus.normalise_text`: Unicode NFC; every space
+- both sides cleaned by `transformer_lib.training.translation_corpus.normalise_text`: Unicode NFC; every space
   character (French typography's narrow no-break space before `! ? ; :`, the no-break space, the thin space) a
   plain space; zero-width spaces and soft hyphens removed; `’` and `‘` as `'`; runs of spaces as one;
 - dropped: {dropped["empty"]:,} pairs with an empty side and {dropped["repeated"]:,} repeats of an earlier pair
@@ -120,7 +126,10 @@ sentence (ignoring case and punctuation) form a group; whole groups are held out
 their text, so no held-out sentence appears in training on either side, on any machine.
 """
     (OUT_DIR / "README.md").write_text(readme, encoding="utf-8")
-    print(f"wrote {OUT_DIR / SHIPPED_FILE}: {len(pairs):,} pairs, {len(packed):,} bytes; dropped {dropped}")
+    print(
+        f"wrote {OUT_DIR / SHIPPED_FILE}: {len(pairs):,} pairs, {len(packed):,} bytes; dropped "
+        f"{dropped}"
+    )
     print(f"text SHA-256 {text_sha}")
     print("splits: " + ", ".join(f"{name} {len(p):,}" for name, p in splits.items()))
 

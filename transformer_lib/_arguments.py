@@ -1,10 +1,9 @@
 """The one place for argument checks: every "expected X, got Y" error of the library is worded here.
 
-One rule, one wording, one exception type: a TypeError when the argument has the wrong type, a ValueError when
-it has the right type and a wrong value. Integers and reals are the abstract ones (:mod:`numbers`), so NumPy
-scalars from a grid or a CSV pass too; ``bool`` is refused where a number is meant (``True`` would count as 1).
-Tensor checks read only shapes, dtypes and devices, except :func:`check_token_ids` (one ``aminmax``).
-Shapes and masks follow NOTATION.md: scores ``(B, h, T_q, T_k)``, masks bool with True = may attend.
+One rule, one wording, one exception type: TypeError for a wrong type, ValueError for a wrong value
+of the right type. Integers and reals are the abstract ones (:mod:`numbers`), so NumPy scalars pass;
+``bool`` is refused where a number is meant. Tensor checks read only shapes, dtypes and devices,
+except :func:`check_token_ids` (one ``aminmax``). Shapes and masks: NOTATION.md.
 """
 
 import math
@@ -51,18 +50,20 @@ def _check_ints(minimum: int, values: dict) -> None:
 
 
 def check_positive_ints(**values: object) -> None:
-    """TypeError (not an int) or ValueError (below 1) naming the first of ``values`` that is not an int >= 1."""
+    """TypeError (not an int) or ValueError (below 1) naming the first of ``values`` that is not an
+    int >= 1."""
     _check_ints(1, values)
 
 
 def check_non_negative_ints(**values: object) -> None:
-    """TypeError (not an int) or ValueError (below 0) naming the first of ``values`` that is not an int >= 0."""
+    """TypeError (not an int) or ValueError (below 0) naming the first of ``values`` that is not an
+    int >= 0."""
     _check_ints(0, values)
 
 
 def check_probability(**values: object) -> None:
-    """TypeError (not a real number) or ValueError (outside [0, 1)) naming the first of ``values`` that fails:
-    dropout rates and label smoothing."""
+    """TypeError (not a real number) or ValueError (outside [0, 1)) naming the first of ``values``
+    that fails: dropout rates and label smoothing."""
     for name, value in values.items():
         if not _is_real(value):
             raise _type_error(name, value, "a float in [0, 1)")
@@ -71,8 +72,8 @@ def check_probability(**values: object) -> None:
 
 
 def check_positive_real(**values: object) -> None:
-    """TypeError (not a real number) or ValueError (not finite, or not > 0) naming the first of ``values``
-    that fails: learning rates, epsilons, rotary bases."""
+    """TypeError (not a real number) or ValueError (not finite, or not > 0) naming the first of
+    ``values`` that fails: learning rates, epsilons, rotary bases."""
     for name, value in values.items():
         if not _is_real(value):
             raise _type_error(name, value, "a float > 0")
@@ -81,29 +82,37 @@ def check_positive_real(**values: object) -> None:
 
 
 def check_choice(name: str, value: object, choices: tuple) -> None:
-    """ValueError naming ``name``, its value and the allowed ``choices`` unless ``value`` is one of them."""
+    """ValueError naming ``name``, its value and the allowed ``choices`` unless ``value`` is one of
+    them."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
 
 
-def check_token_id(name: str, value: object, vocab_size: int, sizes: str = "", hint: str = "") -> None:
-    """TypeError (not an int) or ValueError (outside ``[0, vocab_size)``) for one token id such as ``pad_id``.
+def check_token_id(
+    name: str, value: object, vocab_size: int, sizes: str = "", hint: str = ""
+) -> None:
+    """TypeError (not an int) or ValueError (outside ``[0, vocab_size)``) for one token id such as
+    ``pad_id``.
 
-    ``sizes`` (e.g. "src_vocab_size=12, tgt_vocab_size=6") says where ``vocab_size`` comes from; ``hint``
-    (e.g. "(or None for ...)") is appended to either message."""
+    ``sizes`` (e.g. "src_vocab_size=12, tgt_vocab_size=6") says where ``vocab_size`` comes from;
+    ``hint`` (e.g. "(or None for ...)") is appended to either message."""
     hint = f" {hint}" if hint else ""
     if not is_int(value):
-        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}{hint}")
+        raise TypeError(
+            f"{name} must be an int, got {value!r} of type {type(value).__name__}{hint}"
+        )
     if not 0 <= value < vocab_size:
         where = f" ({sizes})" if sizes else ""
         raise ValueError(f"{name} must lie in [0, {vocab_size}){where}, got {name}={value}{hint}")
 
 
 def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
-    """TypeError unless ``tokens`` is an integer tensor; ValueError if an id lies outside ``[0, vocab_size)``.
+    """TypeError unless ``tokens`` is an integer tensor; ValueError if an id lies outside ``[0,
+    vocab_size)``.
 
-    The one check that reads the data (one ``aminmax``, one sync on a GPU): an id out of range would otherwise
-    end in a device-side assert there, or an IndexError deep inside ``nn.Embedding`` on the CPU."""
+    The one check that reads the data (one ``aminmax``, one sync on a GPU): an id out of range would
+    otherwise end in a device-side assert there, or an IndexError deep inside ``nn.Embedding`` on
+    the CPU."""
     if not isinstance(tokens, torch.Tensor):
         raise TypeError(f"{name} must be a tensor of integer ids, got {type(tokens).__name__}")
     if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.is_complex():
@@ -115,12 +124,16 @@ def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
 
 
 def check_token_batch(**tensors: object) -> None:
-    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is ``(B, T)``.
+    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is ``(B,
+    T)``.
 
-    The one rule for batches of token ids (model inputs, the tokens of a padding mask); metadata only."""
+    The one rule for batches of token ids (model inputs, the tokens of a padding mask); metadata
+    only."""
     for name, tokens in tensors.items():
         if not isinstance(tokens, torch.Tensor):
-            raise TypeError(f"{name} must be a (B, T) tensor of token ids, got {type(tokens).__name__}")
+            raise TypeError(
+                f"{name} must be a (B, T) tensor of token ids, got {type(tokens).__name__}"
+            )
         if tokens.dim() != 2:
             raise ValueError(f"{name} must be (B, T) token ids, got shape {tuple(tokens.shape)}")
         if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.is_complex():
@@ -128,50 +141,62 @@ def check_token_batch(**tensors: object) -> None:
 
 
 def check_floating(**tensors: object) -> None:
-    """TypeError unless every argument is a floating-point tensor, all of one dtype; names the culprits."""
+    """TypeError unless every argument is a floating-point tensor, all of one dtype; names the
+    culprits."""
     for name, x in tensors.items():
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
         if not x.is_floating_point():
             raise TypeError(
-                f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become vectors through "
-                "an embedding first, and a 0/1 tensor can be converted with `.float()`"
+                f"{name} must be a floating-point tensor, got dtype {x.dtype}; token ids become "
+                "vectors through an embedding first, and a 0/1 tensor can be converted with "
+                "`.float()`"
             )
     dtypes = [x.dtype for x in tensors.values()]
     if len(set(dtypes)) > 1:
         names = ", ".join(tensors)
-        raise TypeError(f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert with `.to(...)`")
+        raise TypeError(
+            f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert "
+            "with `.to(...)`"
+        )
 
 
 def check_qkv(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
 ) -> tuple[int, ...]:
-    """Check the arguments of scaled dot-product attention and return the scores' shape ``(..., T_q, T_k)``.
+    """Check scaled dot-product attention's arguments; return the scores' shape ``(..., T_q, T_k)``.
 
     Args:
-        q, k, v: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``, floating point, one dtype, with
-            leading dims that broadcast.
+        q, k, v: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``; floating point, one
+            dtype, leading dims that broadcast.
         mask: optional; checked by :func:`check_mask` against the scores.
-    The mistakes caught here otherwise surface as a matmul error deep in the stack, or as none.
     """
     check_floating(q=q, k=k, v=v)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k, v must be at least (T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"q, k, v must be at least (T, d); got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}"
+        )
     if q.size(-1) != k.size(-1):
         raise ValueError(
-            f"queries and keys must have the same width d_k: q is {tuple(q.shape)} (d_k={q.size(-1)}), "
-            f"k is {tuple(k.shape)} (d_k={k.size(-1)})"
+            f"queries and keys must have the same width d_k: q is {tuple(q.shape)} "
+            f"(d_k={q.size(-1)}), k is {tuple(k.shape)} (d_k={k.size(-1)})"
         )
     if k.size(-2) != v.size(-2):
-        raise ValueError(f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v is {tuple(v.shape)}")
+        raise ValueError(
+            f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v "
+            f"is {tuple(v.shape)}"
+        )
     if q.size(-2) == 0 or k.size(-2) == 0:
-        raise ValueError(f"empty sequence: T_q={q.size(-2)}, T_k={k.size(-2)}; attention needs T >= 1")
+        raise ValueError(
+            f"empty sequence: T_q={q.size(-2)}, T_k={k.size(-2)}; attention needs T >= 1"
+        )
     try:
         leading = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
         raise ValueError(
-            f"the leading (batch, head) dims of q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} "
-            "do not match"
+            f"the leading (batch, head) dims of q {tuple(q.shape)}, k {tuple(k.shape)} and v "
+            f"{tuple(v.shape)} do not match"
         ) from None
     scores_shape = (*leading, q.size(-2), k.size(-2))  # (..., T_q, T_k)
     if mask is not None:
@@ -190,40 +215,50 @@ def check_attention_inputs(
     cached: int,
     weight_dtype: torch.dtype,
 ) -> None:
-    """Check the arguments of ``MultiHeadAttention.forward``; metadata only, so it is free.
+    """Check ``MultiHeadAttention.forward``'s arguments (metadata only, so it is free).
 
     Args:
-        query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; floating point, one dtype,
-            that of the weights (``weight_dtype``) unless autocast is on; one batch size.
-        mask: optional; checked by :func:`check_mask` against the scores ``(B, num_heads, T_q, T_k)``, where
-            ``T_k = cached + T_k_new`` counts the keys a self-attention cache holds from earlier steps.
+        query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; one floating
+            dtype, the weights' (``weight_dtype``) unless autocast is on.
+        mask: optional; checked against the scores ``(B, h, T_q, cached + T_k_new)``.
     """
     check_floating(query=query, key=key, value=value)
     for name, x in (("query", query), ("key", key), ("value", value)):
         if x.dim() != 3 or x.size(-1) != d_model:
-            raise ValueError(f"{name} must be (B, T, d_model={d_model}), got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must be (B, T, d_model={d_model}), got shape {tuple(x.shape)}"
+            )
     if query.dtype != weight_dtype and not torch.is_autocast_enabled(query.device.type):
         raise TypeError(
-            f"the inputs have dtype {query.dtype} but the module's weights have {weight_dtype}: convert the "
-            f"module (`.to({query.dtype})`) or the inputs (`.to({weight_dtype})`), or run under torch.autocast"
+            f"the inputs have dtype {query.dtype} but the module's weights have {weight_dtype}: "
+            f"convert the module (`.to({query.dtype})`) or the inputs (`.to({weight_dtype})`), or "
+            "run under torch.autocast"
         )
     if not query.size(0) == key.size(0) == value.size(0):
         raise ValueError(
             f"query, key and value must have one batch size B, got query {tuple(query.shape)}, key "
-            f"{tuple(key.shape)}, value {tuple(value.shape)} (in cross-attention: the target batch and the "
-            "encoder memory's batch must match)"
+            f"{tuple(key.shape)}, value {tuple(value.shape)} (in cross-attention: the target batch "
+            "and the encoder memory's batch must match)"
         )
     if key.size(1) != value.size(1):
-        raise ValueError(f"key and value must have one length T_k, got {tuple(key.shape)}, {tuple(value.shape)}")
+        raise ValueError(
+            f"key and value must have one length T_k, got {tuple(key.shape)}, {tuple(value.shape)}"
+        )
     if query.size(1) == 0 or key.size(1) == 0:
-        raise ValueError(f"empty sequence: T_q={query.size(1)}, T_k={key.size(1)}; attention needs T >= 1")
+        raise ValueError(
+            f"empty sequence: T_q={query.size(1)}, T_k={key.size(1)}; attention needs T >= 1"
+        )
     if mask is not None:
-        check_mask(mask, (query.size(0), num_heads, query.size(1), cached + key.size(1)), device=query.device)
+        check_mask(
+            mask,
+            (query.size(0), num_heads, query.size(1), cached + key.size(1)),
+            device=query.device,
+        )
 
 
 def _mask_advice(rank: int) -> dict[str, str]:
-    """The wording ``check_mask`` uses for scores of ``rank`` 3 ``(B, T_q, T_k)`` or 4 ``(B, h, T_q, T_k)``:
-    the scores, the padding and causal mask shapes that fit them, and how to build the padding mask."""
+    """``check_mask``'s wording for scores of ``rank`` 3 or 4: the scores' shape, the padding and
+    causal masks that fit them, and how to build the padding mask."""
     if rank == 3:
         return {
             "scores": "(B, T_q, T_k)",
@@ -239,36 +274,40 @@ def _mask_advice(rank: int) -> dict[str, str]:
     }
 
 
-def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.device | None = None) -> None:
-    """Raise unless ``mask`` is a bool tensor with the scores' rank that broadcasts to ``scores_shape``.
+def check_mask(
+    mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.device | None = None
+) -> None:
+    """Raise unless ``mask`` is a bool tensor of the scores' rank that broadcasts to
+    ``scores_shape`` without growing it, on ``device`` (metadata only; NOTATION.md, masks).
 
-    TypeError for something that is not a bool tensor; ValueError for the wrong rank (a ``(B, T_k)`` mask
-    against 4-D scores), a shape that does not broadcast or would grow the scores (``(2, 1, 1, 7)`` against
-    scores ``(2, 8, 5, 5)``), or a mask on another ``device`` than the scores. Reads only metadata.
-    Public as ``tl.masks.check_mask``; notebook 01 shows the rank message, so its wording is fixed.
+    TypeError for a non-bool mask; ValueError for a wrong rank, shape or device. Public as
+    ``tl.masks.check_mask``; notebook 01 prints the rank message, so its wording is fixed.
     """
     scores_shape = tuple(scores_shape)
     if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a torch.Tensor of dtype torch.bool, got {type(mask).__name__}")
+        raise TypeError(
+            f"mask must be a torch.Tensor of dtype torch.bool, got {type(mask).__name__}"
+        )
     if mask.dtype != torch.bool:
         raise TypeError(
-            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}; "
-            "convert a 0/1 mask with `mask.bool()` or build it with tl.padding_mask / tl.causal_mask"
+            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}; convert a 0/1 "
+            "mask with `mask.bool()` or build it with tl.padding_mask / tl.causal_mask"
         )
     advice = _mask_advice(len(scores_shape))
     if mask.dim() != len(scores_shape):
         leading = ", ".join(["None"] * (len(scores_shape) - 2))
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} has {mask.dim()} dims but the scores {scores_shape} have "
-            f"{len(scores_shape)}: a mask needs one dim per score axis (size 1 to broadcast), so that a padding "
-            "mask (B, T_k) is never mistaken for (T_q, T_k). "
+            f"mask of shape {tuple(mask.shape)} has {mask.dim()} dims but the scores "
+            f"{scores_shape} have {len(scores_shape)}: a mask needs one dim per score axis (size 1 "
+            "to broadcast), so that a padding mask (B, T_k) is never mistaken for (T_q, T_k). "
             + (
                 f"A (T_q, T_k) mask shared by every sequence: mask[{leading}]. "
                 f"A padding mask (B, T_k): {advice['build']}. "
                 if mask.dim() == 2 and len(scores_shape) > 2
                 else ""
             )
-            + f"For scores {advice['scores']}: padding {advice['padding']}, causal {advice['causal']}"
+            + f"For scores {advice['scores']}: padding {advice['padding']}, causal "
+            f"{advice['causal']}"
         )
     try:
         broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
@@ -276,8 +315,12 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], device: torch.
         broadcast = None
     if broadcast != scores_shape:
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} cannot broadcast to scores {scores_shape}; expected a padding "
-            f"mask {advice['padding']}, a causal mask {advice['causal']}, or their combination with &"
+            f"mask of shape {tuple(mask.shape)} cannot broadcast to scores {scores_shape}; "
+            f"expected a padding mask {advice['padding']}, a causal mask {advice['causal']}, or "
+            "their combination with &"
         )
     if device is not None and mask.device != device:
-        raise ValueError(f"mask is on {mask.device} but the scores are on {device}: move it with `mask.to({device!r})`")
+        raise ValueError(
+            f"mask is on {mask.device} but the scores are on {device}: move it with "
+            f"`mask.to({device!r})`"
+        )

@@ -1,10 +1,12 @@
-"""``python -m transformer_lib.bench``: our attention against PyTorch's, how attention grows with T, and the
-speed of beam search over a batch of sources; ``--recipe``: the CPU training recipe on the date task, timed.
+"""``python -m transformer_lib.bench``: our attention against PyTorch's, how attention grows with T,
+and the speed of beam search over a batch of sources; ``--recipe``: the CPU training recipe on the
+date task, timed.
 
-Speed and memory claims of the course live here, never in timed tests. Each timing is the median of several
-repeats after warm-up. On a CUDA machine everything runs there. Peak memory is measured on both devices: on
-CUDA by the allocator's own peak counter, on the CPU (whose allocator keeps no peak count) by replaying every
-allocation and free that ``torch.profiler`` records with ``profile_memory=True``.
+Speed and memory claims of the course live here, never in timed tests. Each timing is the median of
+several repeats after warm-up. On a CUDA machine everything runs there. Peak memory is measured on
+both devices: on CUDA by the allocator's own peak counter, on the CPU (whose allocator keeps no peak
+count) by replaying every allocation and free that ``torch.profiler`` records with
+``profile_memory=True``.
 """
 
 import argparse
@@ -18,14 +20,14 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, kv_cache_bytes_per_token
-from .data import DateTask, make_batch
-from .decode import beam_search, exact_match
-from .interop import copy_from_torch
-from .lm import DecoderOnlyLM, LMConfig, generate
-from .model import Transformer, TransformerConfig
-from .runtime import pick_device, seed_everything
-from .train import CPU_RECIPE, train_task
+from .applications.decode import beam_search, exact_match
+from .applications.interop import copy_from_torch
+from .model.attention import MultiHeadAttention, kv_cache_bytes_per_token
+from .model.lm import DecoderOnlyLM, LMConfig, generate
+from .model.transformer import Transformer, TransformerConfig
+from .training.data import DateTask, make_batch
+from .training.runtime import pick_device, seed_everything
+from .training.train import CPU_RECIPE, train_task
 
 __all__ = [
     "time_call",
@@ -50,7 +52,8 @@ def time_call(
     warmup: int = 3,
     summary: Callable[[list[float]], float] = statistics.median,
 ) -> float:
-    """Seconds of ``fn()``: the ``summary`` (median by default) of ``repeats`` runs, after ``warmup`` runs."""
+    """Seconds of ``fn()``: the ``summary`` (median by default) of ``repeats`` runs, after
+    ``warmup`` runs."""
     for _ in range(warmup):
         fn()
     _sync(device)
@@ -67,9 +70,9 @@ def time_call(
 def _native_stderr_silenced() -> Iterator[None]:
     """Send file descriptor 2 to /dev/null while the block runs, then restore it.
 
-    The CPU profiler's native code writes ``USDT: ... profiler_start`` / ``profiler_stop`` lines straight to the
-    process's stderr descriptor, where ``sys.stderr`` redirection cannot reach them; in a notebook they land in the
-    cell's output. Python exceptions still propagate as usual.
+    The CPU profiler's native code writes ``USDT: ... profiler_start`` / ``profiler_stop`` lines
+    straight to the process's stderr descriptor, where ``sys.stderr`` redirection cannot reach them;
+    in a notebook they land in the cell's output. Python exceptions still propagate as usual.
     """
     sys.stderr.flush()
     saved = os.dup(2)
@@ -86,9 +89,10 @@ def _native_stderr_silenced() -> Iterator[None]:
 def peak_memory_MiB(fn: Callable[[], object], device: torch.device) -> float:
     """Peak of the memory allocated while ``fn()`` runs, above what was allocated before it, in MiB.
 
-    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the profiler's allocation events (bytes, + for an
-    allocation and - for a free) summed in time order; the peak is the largest running total. Tensors that
-    ``fn`` returns count while they live (the result is dropped only after the measurement).
+    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the profiler's allocation events (bytes, + for
+    an allocation and - for a free) summed in time order; the peak is the largest running total.
+    Tensors that ``fn`` returns count while they live (the result is dropped only after the
+    measurement).
     """
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -103,10 +107,14 @@ def peak_memory_MiB(fn: Callable[[], object], device: torch.device) -> float:
         raise ValueError(f"peak memory is measured on cpu or cuda, got device {device}")
     from torch.profiler import ProfilerActivity, profile
 
-    with _native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with (
+        _native_stderr_silenced(),
+        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+    ):
         result = fn()
     del result
-    # The public events API folds allocations into their operators; the raw kineto events keep each one.
+    # The public events API folds allocations into their operators; the raw kineto events keep each
+    # one.
     allocations = sorted(
         (event.start_ns(), event.nbytes())
         for event in prof.profiler.kineto_results.events()
@@ -119,7 +127,9 @@ def peak_memory_MiB(fn: Callable[[], object], device: torch.device) -> float:
     return peak / 2**20
 
 
-def _paired_modules(d_model: int, num_heads: int, device: torch.device) -> tuple[MultiHeadAttention, nn.Module]:
+def _paired_modules(
+    d_model: int, num_heads: int, device: torch.device
+) -> tuple[MultiHeadAttention, nn.Module]:
     theirs = nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device)
     ours = copy_from_torch(MultiHeadAttention(d_model, num_heads).to(device), theirs)
     return ours, theirs
@@ -133,7 +143,8 @@ def compare_attention(
     device: torch.device | None = None,
     repeats: int = 10,
 ) -> list[dict]:
-    """Forward and forward+backward self-attention times of ours (fast and explicit) and nn.MultiheadAttention."""
+    """Forward and forward+backward self-attention times of ours (fast and explicit) and
+    nn.MultiheadAttention."""
     device = device or pick_device()
     seed_everything(0)
     ours, theirs = _paired_modules(d_model, num_heads, device)
@@ -165,8 +176,9 @@ def _both_paths_as_t_grows(
     measure: Callable[[Callable[[], object], torch.device], float],
     unit: str,
 ) -> list[dict]:
-    """One row per T: ``measure(forward, device)`` of a self-attention forward on the fast and on the explicit
-    path (keys ``fast_<unit>``, ``explicit_<unit>``), and the size of the ``(B, h, T, T)`` float32 weights."""
+    """One row per T: ``measure(forward, device)`` of a self-attention forward on the fast and on
+    the explicit path (keys ``fast_<unit>``, ``explicit_<unit>``), and the size of the
+    ``(B, h, T, T)`` float32 weights."""
     device = device or pick_device()
     seed_everything(0)
     mha = MultiHeadAttention(d_model, num_heads).to(device).eval()
@@ -176,7 +188,9 @@ def _both_paths_as_t_grows(
         row = {"T": length, "weights_MiB": batch * num_heads * length * length * 4 / 2**20}
         for path, need_weights in (("fast", False), ("explicit", True)):
             with torch.no_grad():
-                row[f"{path}_{unit}"] = measure(lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device)
+                row[f"{path}_{unit}"] = measure(
+                    lambda nw=need_weights, x=x: mha(x, x, x, need_weights=nw), device
+                )
         rows.append(row)
     return rows
 
@@ -189,13 +203,20 @@ def attention_growth(
     device: torch.device | None = None,
     repeats: int = 5,
 ) -> list[dict]:
-    """Forward time (``fast_s``, ``explicit_s``) of both paths as T grows, with the size of the ``(B, h, T, T)``
-    weights the explicit path materialises (``weights_MiB``).
+    """Forward time (``fast_s``, ``explicit_s``) of both paths as T grows, with the size of the
+    ``(B, h, T, T)`` weights the explicit path materialises (``weights_MiB``).
 
-    Each time is the fastest of ``repeats`` runs: other processes can only add time to a run, so the minimum is
-    the least disturbed, and the growth from one T to the next stays readable on a loaded machine."""
+    Each time is the fastest of ``repeats`` runs: other processes can only add time to a run, so the
+    minimum is the least disturbed, and the growth from one T to the next stays readable on a loaded
+    machine."""
     return _both_paths_as_t_grows(
-        lengths, batch, d_model, num_heads, device, lambda run, dev: time_call(run, dev, repeats, 1, min), "s"
+        lengths,
+        batch,
+        d_model,
+        num_heads,
+        device,
+        lambda run, dev: time_call(run, dev, repeats, 1, min),
+        "s",
     )
 
 
@@ -206,12 +227,13 @@ def attention_memory(
     num_heads: int = 4,
     device: torch.device | None = None,
 ) -> list[dict]:
-    """Measured peak memory (``fast_peak_MiB``, ``explicit_peak_MiB``; see :func:`peak_memory_MiB`) of one
-    self-attention forward on each path as T grows, next to the size of the ``(B, h, T, T)`` float32 weights.
+    """Measured peak memory (``fast_peak_MiB``, ``explicit_peak_MiB``; see :func:`peak_memory_MiB`)
+    of one self-attention forward on each path as T grows, next to the size of the ``(B, h, T, T)``
+    float32 weights.
 
     The explicit path stores the scores and the weights, so its peak grows as T²; the fused path
-    (``scaled_dot_product_attention``) works through the keys in blocks and never holds a T x T matrix, so on
-    the CPU its peak grows as T. Both still do O(T²) work.
+    (``scaled_dot_product_attention``) works through the keys in blocks and never holds a T x T
+    matrix, so on the CPU its peak grows as T. Both still do O(T²) work.
     """
 
     def measure(run: Callable[[], object], dev: torch.device) -> float:
@@ -229,21 +251,24 @@ def beam_search_speed(
     device: torch.device | None = None,
     repeats: int = 3,
 ) -> list[dict]:
-    """Sentences per second of :func:`~transformer_lib.decode.beam_search` on ``num_sources`` date sources: all
-    in one call (``B * W`` rows through the decoder each step) and one call per source (``W`` rows).
+    """Sentences per second of :func:`~transformer_lib.applications.decode.beam_search` on
+    ``num_sources`` date sources: all in one call (``B * W`` rows through the decoder each step) and
+    one call per source (``W`` rows).
 
-    The model is an untrained ``config`` (``TransformerConfig.cpu_small`` by default) over the date task's
-    vocabulary: training would cost more than the measurement, and an untrained model rarely puts ``<eos>``
-    first, so nearly every source runs to ``max_len`` in both modes and they do the same work. Each time is
-    the median of ``repeats`` runs after one warm-up. ``same_outputs`` says whether both modes returned the
-    same tokens for every source (they should: batching changes the speed, not the search).
+    The model is an untrained ``config`` (``TransformerConfig.cpu_small`` by default) over the date
+    task's vocabulary: training would cost more than the measurement, and an untrained model rarely
+    puts ``<eos>`` first, so nearly every source runs to ``max_len`` in both modes and they do the
+    same work. Each time is the median of ``repeats`` runs after one warm-up. ``same_outputs`` says
+    whether both modes returned the same tokens for every source (they should: batching changes the
+    speed, not the search).
     """
     device = device or pick_device()
     task = DateTask(num_test=num_sources, num_valid=0)
     vocab = task.vocab
     seed_everything(0)
     model = Transformer(config or TransformerConfig.cpu_small(len(vocab))).to(device).eval()
-    sources = [make_batch([pair], vocab).src.to(device) for pair in task.test_pairs]  # num_sources x (1, S_i)
+    # num_sources x (1, S_i)
+    sources = [make_batch([pair], vocab).src.to(device) for pair in task.test_pairs]
     batch = make_batch(task.test_pairs, vocab).src.to(device)  # (num_sources, S)
 
     def search(src: torch.Tensor) -> list[list[int]]:
@@ -253,7 +278,10 @@ def beam_search_speed(
         "batched (one call)": lambda: search(batch),
         "one source at a time": lambda: [tokens for src in sources for tokens in search(src)],
     }
-    rows = [{"mode": mode, "seconds": time_call(run, device, repeats, warmup=1)} for mode, run in modes.items()]
+    rows = [
+        {"mode": mode, "seconds": time_call(run, device, repeats, warmup=1)}
+        for mode, run in modes.items()
+    ]
     same = search(batch) == modes["one source at a time"]()
     for row in rows:
         row["sentences_per_s"] = num_sources / row["seconds"]
@@ -271,29 +299,41 @@ def grouped_query_decoding(
     device: torch.device | None = None,
     repeats: int = 3,
 ) -> list[dict]:
-    """KV-cache bytes per generated token and time per generated token of a Llama-like language model with
-    ``h`` (multi-head), ``h / 4`` (grouped-query) and 1 (multi-query) key/value heads.
+    """KV-cache bytes per generated token and time per generated token of a Llama-like language
+    model with ``h`` (multi-head), ``h / 4`` (grouped-query) and 1 (multi-query) key/value heads.
 
-    The model is ``config`` (by default ``LMConfig.llama_like`` at GPT-2 small's width, ``d_model=768``, ``h=12``,
-    4 layers), untrained:
-    the cost of a decoding step does not depend on the weights. Bytes come from the configuration
-    (:func:`~transformer_lib.attention.kv_cache_bytes_per_token`, fp32); the time is the median of ``repeats``
-    cached greedy generations of ``new_tokens`` tokens after a ``prompt_len``-token prompt, per token of one row.
+    The model is ``config`` (by default ``LMConfig.llama_like`` at GPT-2 small's width,
+    ``d_model=768``, ``h=12``, 4 layers), untrained: the cost of a decoding step does not depend on
+    the weights. Bytes come from the configuration
+    (:func:`~transformer_lib.model.attention.kv_cache_bytes_per_token`, fp32); the time is the
+    median of ``repeats`` cached greedy generations of ``new_tokens`` tokens after a
+    ``prompt_len``-token prompt, per token of one row.
     """
     device = device or pick_device()
-    base = config or LMConfig.llama_like(1000, d_model=768, num_heads=12, d_ff=2048, num_layers=4, max_len=512)
-    kv_heads = kv_heads or tuple(dict.fromkeys((base.num_heads, max(1, base.num_heads // 4), 1)))  # h, h/4, 1
-    prompt = torch.randint(0, base.vocab_size, (batch, prompt_len), generator=torch.Generator().manual_seed(0))
+    base = config or LMConfig.llama_like(
+        1000, d_model=768, num_heads=12, d_ff=2048, num_layers=4, max_len=512
+    )
+    # h, h/4, 1
+    kv_heads = kv_heads or tuple(dict.fromkeys((base.num_heads, max(1, base.num_heads // 4), 1)))
+    prompt = torch.randint(
+        0, base.vocab_size, (batch, prompt_len), generator=torch.Generator().manual_seed(0)
+    )
     rows = []
     for heads in kv_heads:
         config = base.replace(n_kv_heads=heads)
         seed_everything(0)
         model = DecoderOnlyLM(config).to(device).eval()
-        seconds = time_call(lambda m=model: generate(m, prompt.to(device), new_tokens), device, repeats, warmup=1)
+        seconds = time_call(
+            lambda m=model: generate(m, prompt.to(device), new_tokens), device, repeats, warmup=1
+        )
         rows.append(
             {
                 "kv_heads": heads,
-                "kind": "multi-head" if heads == base.num_heads else "multi-query" if heads == 1 else "grouped-query",
+                "kind": "multi-head"
+                if heads == base.num_heads
+                else "multi-query"
+                if heads == 1
+                else "grouped-query",
                 "cache_bytes_per_token": kv_cache_bytes_per_token(config),
                 "ms_per_token": seconds / new_tokens * 1e3,
             }
@@ -311,9 +351,10 @@ def _print_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
 
 
 def recipe_check(seed: int = 0) -> dict[str, float]:
-    """The course's promise for its CPU recipe: ``train_task(DateTask())`` with :data:`CPU_RECIPE` reaches >= 99%
-    exact match on held-out dates in about 45 s on two CPU cores. Trains once on the CPU and measures it:
-    the wall time of the training steps, and exact match on the validation split and (read once) the test split."""
+    """The course's promise for its CPU recipe: ``train_task(DateTask())`` with :data:`CPU_RECIPE`
+    reaches >= 99% exact match on held-out dates in about 45 s on two CPU cores. Trains once on the
+    CPU and measures it: the wall time of the training steps, and exact match on the validation
+    split and (read once) the test split."""
     task = DateTask(seed=seed)
     started = time.perf_counter()
     trainer = train_task(task, seed=seed, progress=False)
@@ -326,74 +367,105 @@ def recipe_check(seed: int = 0) -> dict[str, float]:
     }
 
 
-def training_throughput(device: torch.device, steps: int = 5, translation_pairs: int = 8000) -> list[dict]:
-    """Training tokens per second (real source + target tokens, padding not counted) of the course's two CPU
-    recipes: the date task (``train.CPU_RECIPE``, ``cpu_tiny``, 64 pairs a batch) and English-French translation
-    (``translation.CPU_RECIPE``, batches by length within its token budget, on every 20th training pair up to
-    ``translation_pairs``; the shipped tokenizer if there is one). One step warms up, then ``steps`` are timed."""
-    from .length_batching import LengthBatches
-    from .subwords import SubwordVocab
-    from .train import LabelSmoothingLoss, Trainer, adam_with_warmup
-    from .translation import CPU_RECIPE as TRANSLATION_RECIPE
-    from .translation import TOKENIZER_FILE, build_vocab, model_config, shipped_model_dir
-    from .translation_corpus import TatoebaCorpus
+def training_throughput(
+    device: torch.device, steps: int = 5, translation_pairs: int = 8000
+) -> list[dict]:
+    """Training tokens per second (real source + target tokens, padding not counted) of the course's
+    two CPU recipes: the date task (``train.CPU_RECIPE``, ``cpu_tiny``, 64 pairs a batch) and
+    English-French translation (``translation.CPU_RECIPE``, batches by length within its token
+    budget, on every 20th training pair up to ``translation_pairs``; the shipped tokenizer if there
+    is one). One step warms up, then ``steps`` are timed."""
+    from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
+    from .applications.translation import (
+        TOKENIZER_FILE,
+        build_vocab,
+        model_config,
+        shipped_model_dir,
+    )
+    from .training.length_batching import LengthBatches
+    from .training.subwords import SubwordVocab
+    from .training.train import LabelSmoothingLoss, Trainer, adam_with_warmup
+    from .training.translation_corpus import TatoebaCorpus
 
     date = DateTask(seed=0)
     pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]
     tokenizer = shipped_model_dir() / TOKENIZER_FILE
-    vocab = SubwordVocab.load(tokenizer) if tokenizer.is_file() else build_vocab(pairs, TRANSLATION_RECIPE.vocab_size)
-    date_config = TransformerConfig.cpu_tiny(len(date.vocab)).replace(label_smoothing=CPU_RECIPE.eps_ls)
+    vocab = (
+        SubwordVocab.load(tokenizer)
+        if tokenizer.is_file()
+        else build_vocab(pairs, TRANSLATION_RECIPE.vocab_size)
+    )
+    date_config = TransformerConfig.cpu_tiny(len(date.vocab))
     cases = [
         (
             "date task (cpu_tiny)",
             date_config,
             lambda step: date.train_batch(step, CPU_RECIPE.batch_size),
             f"{CPU_RECIPE.batch_size} pairs",
+            CPU_RECIPE.eps_ls,
         ),
         (
             "English-French (translation.CPU_RECIPE)",
             model_config(TRANSLATION_RECIPE, len(vocab), vocab.pad_id),
             LengthBatches(pairs, vocab, TRANSLATION_RECIPE.max_tokens),
             f"<= {TRANSLATION_RECIPE.max_tokens} tokens",
+            TRANSLATION_RECIPE.eps_ls,
         ),
     ]
     rows = []
-    for name, config, get_batch, batch in cases:
+    for name, config, get_batch, batch, eps_ls in cases:
         seed_everything(0)
         model = Transformer(config)
         optimizer, scheduler = adam_with_warmup(model, 1e-3, 1, steps + 2)
-        trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(config.label_smoothing), device=device)
+        loss = LabelSmoothingLoss(eps_ls, config.pad_id)
+        trainer = Trainer(model, optimizer, scheduler, loss, device=device)
         trainer.fit(get_batch, 1, progress=False)  # warm-up step: allocations, kernel choice
         tokens = sum(
-            int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum()) for b in map(get_batch, range(1, steps + 1))
+            int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum())
+            for b in map(get_batch, range(1, steps + 1))
         )
         started = time.perf_counter()
         trainer.fit(get_batch, steps + 1, progress=False)
         _sync(device)
         seconds = time.perf_counter() - started
-        rows.append({"task": name, "batch": batch, "tokens_per_s": tokens / seconds, "s_per_step": seconds / steps})
+        rows.append(
+            {
+                "task": name,
+                "batch": batch,
+                "tokens_per_s": tokens / seconds,
+                "s_per_step": seconds / steps,
+            }
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
+    parser.add_argument(
+        "--device", default=None, help="cpu, cuda or mps (default: the best available)"
+    )
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument(
-        "--recipe", action="store_true", help="only train the date task with CPU_RECIPE on the CPU and time it"
+        "--recipe",
+        action="store_true",
+        help="only train the date task with CPU_RECIPE on the CPU and time it",
     )
     args = parser.parse_args(argv)
     if args.recipe:
         print(f"CPU_RECIPE {CPU_RECIPE} on the date task, CPU, threads: {torch.get_num_threads()}")
         result = recipe_check()
         print(
-            f"trained in {result['train_s']:.1f} s; exact match: validation {result['valid_exact_match']:.3f}, "
+            f"trained in {result['train_s']:.1f} s; exact match: validation "
+            f"{result['valid_exact_match']:.3f}, "
             f"test {result['test_exact_match']:.3f} (target: >= 0.99 in about 45 s on 2 cores)"
         )
         return
     device = pick_device(args.device)
     print(f"device: {device}   torch {torch.__version__}   threads: {torch.get_num_threads()}\n")
-    print("Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to nn.MultiheadAttention)")
+    print(
+        "Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to "
+        "nn.MultiheadAttention)"
+    )
     _print_table(
         compare_attention(device=device, repeats=args.repeats),
         [
@@ -414,7 +486,10 @@ def main(argv: list[str] | None = None) -> None:
             ("explicit_s", "explicit", ".4f"),
         ],
     )
-    print(f"\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, measured on {device.type})")
+    print(
+        f"\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, measured on "
+        f"{device.type})"
+    )
     _print_table(
         attention_memory(device=device),
         [
@@ -439,8 +514,10 @@ def main(argv: list[str] | None = None) -> None:
         ],
     )
     print(
-        "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; cached greedy generation "
-        "of 64 tokens after 16, batch 8 (KV-cache bytes per token in fp32; median ms per generated token)"
+        "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; cached "
+        "greedy generation "
+        "of 64 tokens after 16, batch 8 (KV-cache bytes per token in fp32; median ms per generated "
+        "token)"
     )
     _print_table(
         grouped_query_decoding(device=device, repeats=max(1, args.repeats // 3)),

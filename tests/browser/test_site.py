@@ -1,11 +1,12 @@
-"""The static site of ``make site`` read in Chromium: every page opens, every image loads, every link works, nothing
-is requested from outside the site, no script error; every control of every explorer moves its picture, and the
-picture shown is the one the widget itself draws for the values shown.
+"""The static site of ``make site`` read in Chromium: every page opens, every image loads, every
+link works, nothing is requested from outside the site, no script error; every control of every
+explorer moves its picture, and the picture shown is the one the widget itself draws for the values
+shown.
 
-The site is served over HTTP from ``build/site/`` (``make test-browser`` builds it first). Requests to other hosts
-are refused and recorded: the test proves the pages need nothing but the site itself. The widgets are rebuilt from
-the snapshots in the notebooks the site was made from: ``notebooks/``, or the folder in ``SITE_NOTEBOOKS`` for a
-site built with ``tools/make_site.py --notebooks``.
+The site is served over HTTP from ``build/site/`` (``make test-browser`` builds it first). Requests
+to other hosts are refused and recorded: the test proves the pages need nothing but the site itself.
+The widgets are rebuilt from the snapshots in the notebooks the site was made from: ``notebooks/``,
+or the folder in ``SITE_NOTEBOOKS`` for a site built with ``tools/make_site.py --notebooks``.
 """
 
 import functools
@@ -48,7 +49,8 @@ def site():
 
 @pytest.fixture()
 def reader(site, browser):
-    """A page that may only reach the site; yields (page, requests refused, script errors, responses >= 400)."""
+    """A page that may only reach the site; yields (page, requests refused, script errors, responses
+    >= 400)."""
     context = browser.new_context()
     outside, errors, not_found = [], [], []
 
@@ -58,7 +60,9 @@ def reader(site, browser):
 
     context.route(lambda url: not url.startswith(site), refuse)
     page = context.new_page()
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("response", lambda r: not_found.append(r.url) if r.status >= 400 else None)
     yield page, outside, errors, not_found
@@ -102,14 +106,24 @@ def snapshots(notebook: str) -> list[dict]:
     sys.path.insert(0, str(ROOT / "tools"))
     import make_site
 
-    return [s for _, _, s in make_site.widget_outputs(nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4))]
+    return [
+        s
+        for _, _, s in make_site.widget_outputs(
+            nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4)
+        )
+    ]
 
 
 def displayed_widgets(notebook: str) -> int:
-    """How many widgets the notebook displays (each leaves a '[controls: ...]' line in its outputs)."""
+    """How many widgets the notebook displays (each leaves a '[controls: ...]' line in its outputs).
+    """
     cells = nbformat.read(NOTEBOOKS / f"{notebook}.ipynb", as_version=4).cells
-    return sum(1 for c in cells for o in c.get("outputs", []) if o.get("data", {}).get("text/plain", "")
-               .startswith("[controls:"))
+    return sum(
+        1
+        for c in cells
+        for o in c.get("outputs", [])
+        if o.get("data", {}).get("text/plain", "").startswith("[controls:")
+    )
 
 
 def move(page, control) -> bool:
@@ -119,8 +133,11 @@ def move(page, control) -> bool:
 
     def changed(before: str) -> bool:
         try:
-            page.wait_for_function("([img, before]) => img.getAttribute('src') !== before",
-                                   arg=[image.element_handle(), before], timeout=3_000)
+            page.wait_for_function(
+                "([img, before]) => img.getAttribute('src') !== before",
+                arg=[image.element_handle(), before],
+                timeout=3_000,
+            )
             return True
         except Exception:  # Playwright's TimeoutError: the picture stayed
             return False
@@ -129,7 +146,8 @@ def move(page, control) -> bool:
     before = image.get_attribute("src")
     if kind == "range":
         control.focus()
-        for key in ("ArrowRight", "ArrowLeft", "ArrowLeft"):  # the other way when it sits at its end
+        # the other way when it sits at its end
+        for key in ("ArrowRight", "ArrowLeft", "ArrowLeft"):
             page.keyboard.press(key)
             if changed(before):
                 return True
@@ -138,7 +156,9 @@ def move(page, control) -> bool:
         control.click()
         return changed(before)
     now = control.evaluate("e => e.value")
-    for value in control.evaluate("e => Array.from(e.options).filter(o => !o.disabled).map(o => o.value)"):
+    for value in control.evaluate(
+        "e => Array.from(e.options).filter(o => !o.disabled).map(o => o.value)"
+    ):
         if value != now:
             control.select_option(value)
             if changed(before):
@@ -151,7 +171,7 @@ def test_every_control_of_every_explorer_shows_the_widgets_own_picture(site, rea
     import matplotlib
 
     matplotlib.use("Agg")
-    from transformer_lib.widgets import FigureWidget
+    from transformer_lib.teaching.widgets import FigureWidget
 
     page, outside, errors, _ = reader
     moved, explorers = 0, 0
@@ -174,12 +194,18 @@ def test_every_control_of_every_explorer_shows_the_widgets_own_picture(site, rea
                 values = json.loads(explorer.get_attribute("data-values"))
                 for key in widget.controls:  # in the controls' order, as frames() set them
                     widget.controls[key].value = values[key]
-                source = urllib.parse.urljoin(page.url, explorer.locator("img.tl-frame").get_attribute("src"))
+                source = urllib.parse.urljoin(
+                    page.url, explorer.locator("img.tl-frame").get_attribute("src")
+                )
                 with urllib.request.urlopen(source) as answer:
-                    assert answer.read() == widget.png, f"{label}: the picture is not the widget's for {values}"
+                    assert answer.read() == widget.png, (
+                        f"{label}: the picture is not the widget's for {values}"
+                    )
                 moved += 1
     (OUT / "site").mkdir(parents=True, exist_ok=True)
-    (OUT / "site" / "summary.json").write_text(json.dumps({"explorers": explorers, "controls_moved": moved}))
+    (OUT / "site" / "summary.json").write_text(
+        json.dumps({"explorers": explorers, "controls_moved": moved})
+    )
     assert explorers > 0, "no explorer on any page"
     assert not outside, f"requests that left the site: {outside}"
     assert not errors, f"script or console errors: {errors}"

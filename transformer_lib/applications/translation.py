@@ -1,0 +1,614 @@
+"""``python -m transformer_lib.applications.translation train|evaluate|translate``: English-French on the Tatoeba pairs.
+
+The recipe of notebook 12 as one command. ``train`` learns a joint BPE vocabulary on the training split (saved as
+``tokenizer.json`` next to the model), builds a :class:`~transformer_lib.model.transformer.Transformer` from a
+:class:`TranslationRecipe`, and trains it with the library's one :class:`~transformer_lib.training.train.Trainer` on
+:class:`~transformer_lib.training.length_batching.LengthBatches` (batches by length within a token budget, paper §5.1),
+label smoothing 0.1 and the paper's warm-up schedule (eq. 3), for a budget of *training* minutes. It saves a
+resumable checkpoint as it goes (a second ``train`` with the same folder continues from it) and scores greedy
+BLEU on the **valid** split at fixed training times, the curve of the run. ``evaluate`` reads the **test**
+split, once: corpus BLEU (sacreBLEU, default 13a tokenisation, on detokenised output) and chrF, for greedy
+decoding, beam search (W=4, length penalty 0.6, paper §6.1) and the copy-the-source baseline. ``translate``
+translates sentences given as arguments, or one per line on stdin.
+
+``--device cuda`` picks :data:`CUDA_RECIPE` (the paper's base sizes, larger batches); it has not been run on the
+machines this course was built on.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from .._arguments import is_int
+from ..model.transformer import Transformer, TransformerConfig
+from ..training.length_batching import LengthBatches
+from ..training.runtime import pick_device, seed_everything
+from ..training.subwords import SubwordVocab
+from ..training.train import LabelSmoothingLoss, Trainer, load_model_weights, paper_optimizer
+from ..training.translation_corpus import ATTRIBUTION, TatoebaCorpus, normalise_text
+from .decode import beam_search, greedy_decode
+
+__all__ = [
+    "TranslationRecipe",
+    "CPU_RECIPE",
+    "CUDA_RECIPE",
+    "TINY_RECIPE",
+    "model_config",
+    "build_vocab",
+    "train",
+    "load_translator",
+    "translate",
+    "corpus_bleu",
+    "corpus_chrf",
+    "score_split",
+    "spread",
+    "evaluate",
+    "save_shipped_model",
+    "shipped_model_dir",
+    "main",
+]
+
+# Files of a model folder.
+TOKENIZER_FILE = "tokenizer.json"
+RECIPE_FILE = "recipe.json"
+CHECKPOINT_FILE = "checkpoint.pt"  # the trainer's full, resumable state (weights, Adam moments, step...)
+LOG_FILE = "training_log.json"  # training seconds, CPU seconds, the valid-BLEU curve
+WEIGHTS_FILE = "weights.pt"  # the shipped model: weights only, float16
+METRICS_FILE = "metrics.json"  # what `evaluate` measured, and the number the shipped-model test recomputes
+
+# The paper's output length limit: "We set the maximum output length during inference to input length + 50"
+# (§6.1). Counted in tokens.
+EXTRA_OUTPUT_TOKENS = 50
+
+
+@dataclass(frozen=True)
+class TranslationRecipe:
+    """Everything that decides a translation run: the vocabulary, the model's sizes, the batches, the optimiser.
+
+    The learning rate is the paper's schedule (:func:`~transformer_lib.training.train.noam_lr`): ``lr_factor *
+    d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``. Unlike a linear decay to a fixed last step it needs no
+    step count in advance, which suits a budget of minutes, and a resumed run continues it exactly.
+    ``max_tokens`` is the token budget of one batch (source + target, padding included; the paper's is 50,000).
+    ``minutes`` is the training budget in wall-clock minutes of training (evaluation not counted), and
+    ``eval_minutes`` the training times at which valid BLEU is measured and a copy of the weights is kept.
+    """
+
+    vocab_size: int
+    d_model: int
+    num_heads: int
+    d_ff: int
+    num_layers: int
+    dropout: float
+    eps_ls: float
+    max_tokens: int
+    warmup: int
+    lr_factor: float
+    minutes: float
+    eval_minutes: tuple[float, ...]
+    max_len: int = 256  # positions the model has: the longest source, and the longest output, in tokens
+    valid_pairs: int = 1000  # how many valid pairs the periodic BLEU reads, spread over all lengths (see spread)
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers", "max_tokens", "warmup", "max_len"):
+            value = getattr(self, name)
+            if not is_int(value) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}")
+        for name in ("dropout", "eps_ls"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if not (math.isfinite(self.minutes) and self.minutes > 0):
+            raise ValueError(f"minutes must be a number > 0, got {self.minutes}")
+        if not (math.isfinite(self.lr_factor) and self.lr_factor > 0):
+            raise ValueError(f"lr_factor must be a number > 0, got {self.lr_factor}")
+        object.__setattr__(self, "eval_minutes", tuple(sorted(float(m) for m in self.eval_minutes)))
+
+    def replace(self, **changes) -> "TranslationRecipe":
+        """A copy with some fields changed: ``CPU_RECIPE.replace(minutes=5)``."""
+        return dataclasses.replace(self, **changes)
+
+    def peak_lr(self) -> float:
+        """The learning rate at the end of warm-up (the schedule's largest)."""
+        return self.lr_factor * self.d_model**-0.5 * self.warmup**-0.5
+
+
+# The CPU recipe: 15 minutes of training on 2 cores, one thread (``make translation-model``). Small on purpose, so
+# that 15 minutes hold a few thousand updates: N=2, d_model=128, h=4, d_ff=512, one shared 4000-token BPE
+# vocabulary tied to the output projection (1.4M parameters, 2.8 MB in float16), batches of <= 2500 tokens.
+CPU_RECIPE = TranslationRecipe(
+    vocab_size=4000,
+    d_model=128,
+    num_heads=4,
+    d_ff=512,
+    num_layers=2,
+    dropout=0.1,
+    eps_ls=0.1,
+    max_tokens=2500,
+    warmup=200,
+    lr_factor=0.4,
+    minutes=15.0,
+    eval_minutes=(3.0, 6.0, 10.0, 15.0),
+)
+
+# For a GPU (``--device cuda``): the paper's base model and batches of 25,000 + 25,000 tokens, one hour.
+# Not run on the machines this course was built on.
+CUDA_RECIPE = CPU_RECIPE.replace(
+    vocab_size=16000,
+    lr_factor=1.0,
+    d_model=512,
+    num_heads=8,
+    d_ff=2048,
+    num_layers=6,
+    max_tokens=50_000,
+    warmup=4000,
+    minutes=60.0,
+    eval_minutes=(10.0, 20.0, 30.0, 45.0, 60.0),
+)
+
+# For tests: trains in seconds on a few hundred pairs.
+TINY_RECIPE = CPU_RECIPE.replace(
+    vocab_size=300,
+    d_model=32,
+    num_heads=2,
+    d_ff=64,
+    num_layers=1,
+    dropout=0.0,
+    max_tokens=600,
+    warmup=10,
+    minutes=0.2,
+    eval_minutes=(),
+    max_len=128,
+    valid_pairs=20,
+)
+
+
+def model_config(recipe: TranslationRecipe, vocab_size: int, pad_id: int = 0) -> TransformerConfig:
+    """The :class:`TransformerConfig` of ``recipe``: one shared vocabulary, embeddings tied (paper §3.4)."""
+    return TransformerConfig(
+        vocab_size,
+        vocab_size,
+        d_model=recipe.d_model,
+        num_heads=recipe.num_heads,
+        d_ff=recipe.d_ff,
+        num_layers=recipe.num_layers,
+        dropout=recipe.dropout,
+        share_embeddings=True,
+        max_len=recipe.max_len,
+        pad_id=pad_id,
+    )
+
+
+def build_vocab(pairs: Sequence[tuple[str, str]], vocab_size: int) -> SubwordVocab:
+    """A joint BPE vocabulary learned on both sides of ``pairs`` (the training split only)."""
+    return SubwordVocab.train([text for pair in pairs for text in pair], vocab_size)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scores
+
+
+def _check_parallel(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    for name, texts in (("hypotheses", hypotheses), ("references", references)):
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError(f"{name} must be a list of str (one sentence each), got {type(texts).__name__}")
+    if len(hypotheses) != len(references):
+        raise ValueError(f"expected one reference per hypothesis, got {len(hypotheses)} and {len(references)}")
+    if not hypotheses:
+        raise ValueError("a corpus score needs at least one sentence")
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Corpus BLEU (0-100) of detokenised ``hypotheses`` against one reference each: sacreBLEU's defaults
+    (13a tokenisation, exponential smoothing), the number papers report as "SacreBLEU"."""
+    import sacrebleu
+
+    _check_parallel(hypotheses, references)
+    return sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score
+
+
+def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Corpus chrF (0-100, sacreBLEU's defaults): F-score of character n-grams, kinder to near-miss words."""
+    import sacrebleu
+
+    _check_parallel(hypotheses, references)
+    return sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score
+
+
+# --------------------------------------------------------------------------------------------------
+# Translating
+
+
+def translate(
+    model: Transformer,
+    vocab: SubwordVocab,
+    sentences: Sequence[str],
+    beam_width: int | None = None,
+    length_penalty: float = 0.6,
+    max_len: int | None = None,
+    batch_size: int = 100,
+) -> list[str]:
+    """Translate ``sentences`` (a list of str) and return the detokenised translations, in order.
+
+    ``beam_width=None`` decodes greedily; an int runs :func:`~transformer_lib.applications.decode.beam_search` with the GNMT
+    ``length_penalty`` (0.6 in the paper). ``max_len`` caps the output in tokens; by default it is the sentence's
+    length + 50 tokens (paper §6.1), never beyond the model's positions. Sentences are normalised as the
+    training text was (:func:`~transformer_lib.training.translation_corpus.normalise_text`), sorted by length and
+    decoded ``batch_size`` at a time (a batch's memory grows with its longest sentence).
+
+    An empty (or all-space) sentence translates to ``""`` without running the model. Any character is accepted
+    (byte-level BPE spells unseen ones with byte tokens). A sentence longer than the model's ``max_len`` tokens
+    raises a ValueError that names it and its length.
+    """
+    if isinstance(sentences, str):
+        raise TypeError("translate takes a list of sentences, got one str; wrap it: translate(model, vocab, [text])")
+    sentences = list(sentences)
+    bad = [s for s in sentences if not isinstance(s, str)]
+    if bad:  # (a None element must be reported too)
+        raise TypeError(f"translate takes sentences (str), got an element {bad[0]!r} of type {type(bad[0]).__name__}")
+    if beam_width is not None and (not is_int(beam_width) or beam_width < 1):
+        raise ValueError(f"beam_width must be None (greedy) or a whole number >= 1, got {beam_width!r}")
+    if max_len is not None and (not is_int(max_len) or max_len < 1):
+        raise ValueError(f"max_len must be None (source length + 50) or a whole number >= 1, got {max_len!r}")
+    if not is_int(batch_size) or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+    positions = model.config.max_len
+    encoded = [vocab.encode(normalise_text(s)) for s in sentences]
+    for index, ids in enumerate(encoded):
+        if len(ids) > positions:
+            raise ValueError(
+                f"sentence {index} is {len(ids)} tokens long; this model reads at most max_len={positions} tokens "
+                f"(it starts {sentences[index][:40]!r}): split it into shorter sentences"
+            )
+    outputs = [""] * len(sentences)
+    order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
+    device = next(model.parameters()).device
+    model.eval()
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        longest = len(encoded[chunk[-1]])
+        src = torch.full((len(chunk), longest), vocab.pad_id, dtype=torch.long)  # (B, S)
+        for row, i in enumerate(chunk):
+            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
+        src = src.to(device)
+        # the decoder holds <bos> + the output, so at most `positions - 1` output tokens
+        limit = min(max_len if max_len is not None else longest + EXTRA_OUTPUT_TOKENS, positions - 1)
+        if beam_width is None:
+            out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id)  # (B, <= limit)
+        else:
+            out = beam_search(model, src, limit, vocab.bos_id, vocab.eos_id, beam_width, length_penalty)
+        for row, i in enumerate(chunk):  # each output within its own limit, whatever else shared its batch
+            own_limit = min(max_len if max_len is not None else len(encoded[i]) + EXTRA_OUTPUT_TOKENS, limit)
+            outputs[i] = vocab.decode(out[row][:own_limit])
+    return outputs
+
+
+def score_split(
+    model: Transformer,
+    vocab: SubwordVocab,
+    pairs: Sequence[tuple[str, str]],
+    beam_width: int | None = None,
+    length_penalty: float = 0.6,
+    batch_size: int = 100,
+) -> dict[str, float]:
+    """``{"bleu": ..., "chrf": ...}`` of the model's translations of ``pairs``' sources against their targets."""
+    hypotheses = translate(model, vocab, [s for s, _ in pairs], beam_width, length_penalty, batch_size=batch_size)
+    references = [t for _, t in pairs]
+    return {"bleu": corpus_bleu(hypotheses, references), "chrf": corpus_chrf(hypotheses, references)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Training
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_recipe(folder: Path) -> TranslationRecipe:
+    data = json.loads((folder / RECIPE_FILE).read_text(encoding="utf-8"))
+    return TranslationRecipe(**{**data, "eval_minutes": tuple(data["eval_minutes"])})
+
+
+def spread(pairs: Sequence[tuple[str, str]], n: int) -> list[tuple[str, str]]:
+    """``n`` pairs evenly spaced along ``pairs`` (all of them if there are no more than ``n``). The corpus keeps
+    its pairs sorted by English length, so the *first* ``n`` would be the shortest and score too high."""
+    if len(pairs) <= n:
+        return list(pairs)
+    return [pairs[i * len(pairs) // n] for i in range(n)]
+
+
+def _pairs_that_fit(pairs: Sequence[tuple[str, str]], vocab: SubwordVocab, max_len: int) -> list[tuple[str, str]]:
+    """The pairs whose source and target (+ ``<bos>``) fit the model's ``max_len`` positions; says how many not."""
+    src = vocab.encode_batch([s for s, _ in pairs])
+    tgt = vocab.encode_batch([t for _, t in pairs])
+    kept = [p for p, s, t in zip(pairs, src, tgt, strict=True) if len(s) <= max_len and len(t) + 1 <= max_len]
+    if len(kept) < len(pairs):
+        print(f"left out {len(pairs) - len(kept)} of {len(pairs)} training pairs longer than max_len={max_len} tokens")
+    if not kept:
+        raise ValueError(f"no training pair fits max_len={max_len} tokens: raise the recipe's max_len")
+    return kept
+
+
+def train(
+    folder: str | os.PathLike,
+    recipe: TranslationRecipe = CPU_RECIPE,
+    corpus: TatoebaCorpus | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool = True,
+    checkpoint_seconds: float = 60.0,
+) -> Trainer:
+    """Train (or resume) the model of ``folder`` for ``recipe.minutes`` minutes of training; returns the trainer.
+
+    A fresh folder gets ``tokenizer.json`` (BPE learned on the training split), ``recipe.json``, then, every
+    ``checkpoint_seconds`` of training and at the end, ``checkpoint.pt`` (the full state) and
+    ``training_log.json`` (training seconds, process CPU seconds, the valid-BLEU curve). A folder that has them
+    resumes: same vocabulary, same batches (:class:`LengthBatches` is indexed by step), the step count and the
+    schedule go on; a different recipe for an existing folder is refused. At each of ``recipe.eval_minutes``
+    of training (checked after every step), greedy BLEU on ``recipe.valid_pairs`` valid pairs (:func:`spread`) is
+    logged and the weights are kept as ``weights_<m>min.pt``. Time spent evaluating is not training time; both
+    are logged.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus = corpus if corpus is not None else TatoebaCorpus()
+    if (folder / RECIPE_FILE).is_file():
+        saved = _read_recipe(folder)
+        if dataclasses.replace(saved, minutes=recipe.minutes) != recipe:
+            raise ValueError(
+                f"{folder} holds a run of another recipe ({folder / RECIPE_FILE}); use a new folder, or the same "
+                f"recipe (only minutes may change when resuming)"
+            )
+    _write_json(folder / RECIPE_FILE, asdict(recipe))
+    if (folder / TOKENIZER_FILE).is_file():
+        vocab = SubwordVocab.load(folder / TOKENIZER_FILE)
+    else:
+        vocab = build_vocab(corpus.train_pairs, recipe.vocab_size)
+        vocab.save(folder / TOKENIZER_FILE)
+    seed_everything(recipe.seed)
+    model = Transformer(model_config(recipe, len(vocab), vocab.pad_id))
+    optimizer, scheduler = paper_optimizer(model, recipe.d_model, recipe.warmup, recipe.lr_factor)
+    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(recipe.eps_ls, vocab.pad_id), device=device)
+    log = {"train_seconds": 0.0, "cpu_seconds": 0.0, "eval_seconds": 0.0, "threads": 0, "curve": []}
+    if (folder / CHECKPOINT_FILE).is_file():
+        trainer.load_checkpoint(folder / CHECKPOINT_FILE)
+        log = json.loads((folder / LOG_FILE).read_text(encoding="utf-8"))
+        print(f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training minutes done")
+    log["threads"] = torch.get_num_threads()
+    pairs = _pairs_that_fit(corpus.train_pairs, vocab, recipe.max_len)
+    batches = LengthBatches(pairs, vocab, recipe.max_tokens, recipe.seed)
+    valid = spread(corpus.valid_pairs, recipe.valid_pairs)
+    budget = recipe.minutes * 60
+    marks = [m for m in recipe.eval_minutes if m * 60 > log["train_seconds"] and m <= recipe.minutes]
+    bar = tqdm(
+        total=round(budget),
+        initial=min(round(log["train_seconds"]), round(budget)),
+        disable=not progress,
+        desc="training seconds",
+        mininterval=2.0,
+    )
+
+    def evaluate_now(label: float) -> None:
+        started = time.perf_counter()
+        bleu = score_split(trainer.model, vocab, valid)["bleu"] if valid else float("nan")
+        trainer.model.train()
+        log["eval_seconds"] += time.perf_counter() - started
+        entry = {
+            "minutes": label,
+            "step": trainer.step,
+            "train_seconds": round(log["train_seconds"], 1),
+            "cpu_seconds": round(log["cpu_seconds"], 1),
+            "valid_bleu": round(bleu, 2),
+            "loss": round(sum(trainer.history.loss[-50:]) / max(len(trainer.history.loss[-50:]), 1), 4),
+        }
+        log["curve"].append(entry)
+        save_weights(trainer.model, folder / f"weights_{label:g}min.pt", trainer.step)
+        bar.write(f"valid BLEU {bleu:5.2f} at {label:g} training minutes (step {trainer.step})")
+
+    saved_at = log["train_seconds"]
+    while log["train_seconds"] < budget:
+        wall, cpu = time.perf_counter(), time.process_time()
+        trainer.fit(batches, trainer.step + 1, progress=False)  # one step: the clock is checked after each
+        log["train_seconds"] += time.perf_counter() - wall
+        log["cpu_seconds"] += time.process_time() - cpu
+        bar.update(min(round(log["train_seconds"]), round(budget)) - bar.n)
+        bar.set_postfix(step=trainer.step, loss=f"{trainer.history.loss[-1]:.3f}", refresh=False)
+        while marks and log["train_seconds"] >= marks[0] * 60:
+            evaluate_now(marks.pop(0))
+        done = log["train_seconds"] >= budget
+        if done or log["train_seconds"] - saved_at >= checkpoint_seconds:
+            trainer.save_checkpoint(folder / CHECKPOINT_FILE)  # the log is written with it: they always agree
+            _write_json(folder / LOG_FILE, log)
+            saved_at = log["train_seconds"]
+    bar.close()
+    if progress:
+        print(
+            f"trained to step {trainer.step}: {log['train_seconds'] / 60:.1f} training minutes, "
+            f"{log['cpu_seconds'] / 60:.1f} CPU minutes, {log['threads']} threads"
+        )
+    return trainer
+
+
+# --------------------------------------------------------------------------------------------------
+# Saving and loading a model folder
+
+
+def save_weights(model: Transformer, path: str | os.PathLike, step: int = 0) -> Path:
+    """The model's weights alone, in float16 (half the bytes; translations are unchanged at this precision, the
+    shipped-model test checks its BLEU), as a checkpoint :func:`~transformer_lib.training.train.load_model_weights` reads.
+    Tied matrices (embeddings = output projection) stay one tensor in the file."""
+    halves: dict[int, torch.Tensor] = {}
+    weights = {}
+    for name, tensor in model.state_dict().items():
+        key = tensor.data_ptr()
+        if key not in halves:
+            halves[key] = tensor.detach().cpu().half() if tensor.is_floating_point() else tensor.detach().cpu()
+        weights[name] = halves[key]
+    state = {
+        "model": weights,
+        "optimizer": {},
+        "scheduler": None,
+        "step": step,
+        "history": {},
+        "rng_state": torch.get_rng_state(),
+    }
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def load_translator(folder: str | os.PathLike, device: torch.device | str = "cpu") -> tuple[Transformer, SubwordVocab]:
+    """``(model, vocab)`` of a model folder: ``tokenizer.json``, ``recipe.json`` and ``weights.pt`` (or, for a
+    run still training, its ``checkpoint.pt``). The model is in eval mode, in float32."""
+    folder = Path(folder)
+    for needed in (TOKENIZER_FILE, RECIPE_FILE):
+        if not (folder / needed).is_file():
+            raise FileNotFoundError(f"{folder} is not a translation model folder: it has no {needed}")
+    weights = folder / WEIGHTS_FILE if (folder / WEIGHTS_FILE).is_file() else folder / CHECKPOINT_FILE
+    if not weights.is_file():
+        raise FileNotFoundError(f"{folder} has no {WEIGHTS_FILE} nor {CHECKPOINT_FILE}: train it first")
+    vocab = SubwordVocab.load(folder / TOKENIZER_FILE)
+    model = Transformer(model_config(_read_recipe(folder), len(vocab), vocab.pad_id)).to(device)
+    load_model_weights(model, weights)
+    return model.eval(), vocab
+
+
+def shipped_model_dir() -> Path:
+    """The folder of the trained model that ships with the package (made by ``make translation-model``)."""
+    return Path(__file__).parents[1] / "data_files" / "translation_model"
+
+
+def save_shipped_model(run_folder: str | os.PathLike, out: str | os.PathLike) -> Path:
+    """Copy a finished run's tokenizer, recipe and training log to ``out``, with its weights in float16."""
+    run_folder, out = Path(run_folder), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model, vocab = load_translator(run_folder)
+    step = (
+        json.loads((run_folder / LOG_FILE).read_text(encoding="utf-8"))["curve"][-1]["step"]
+        if (run_folder / LOG_FILE).is_file()
+        else 0
+    )
+    save_weights(model, out / WEIGHTS_FILE, step)
+    for name in (TOKENIZER_FILE, RECIPE_FILE, LOG_FILE):
+        if (run_folder / name).is_file():
+            (out / name).write_bytes((run_folder / name).read_bytes())
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Evaluating
+
+
+def evaluate(
+    folder: str | os.PathLike,
+    corpus: TatoebaCorpus | None = None,
+    beam_width: int = 4,
+    length_penalty: float = 0.6,
+    subset: int = 200,
+    device: torch.device | str = "cpu",
+) -> dict:
+    """Score the model of ``folder`` on the **test** split and write ``metrics.json`` there.
+
+    BLEU and chrF of greedy decoding, of beam search (``beam_width``, ``length_penalty``) and of the baseline
+    that copies the source (English words that French shares: names, numbers, punctuation); and greedy BLEU on
+    the first ``subset`` test pairs, the number the shipped model's test recomputes.
+    """
+    folder = Path(folder)
+    corpus = corpus if corpus is not None else TatoebaCorpus()
+    model, vocab = load_translator(folder, device)
+    test = corpus.test_pairs
+    references = [t for _, t in test]
+    results: dict = {"test_pairs": len(test), "attribution": ATTRIBUTION}
+    for name, width in (("greedy", None), (f"beam{beam_width}", beam_width)):
+        started = time.perf_counter()
+        hyps = translate(model, vocab, [s for s, _ in test], width, length_penalty)
+        results[name] = {
+            "bleu": round(corpus_bleu(hyps, references), 2),
+            "chrf": round(corpus_chrf(hyps, references), 2),
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+    sources = [s for s, _ in test]
+    results["copy_source"] = {
+        "bleu": round(corpus_bleu(sources, references), 2),
+        "chrf": round(corpus_chrf(sources, references), 2),
+    }
+    results["length_penalty"] = length_penalty
+    results[f"greedy_bleu_first_{subset}"] = round(score_split(model, vocab, test[:subset])["bleu"], 2)
+    results["subset"] = subset
+    _write_json(folder / METRICS_FILE, results)
+    return results
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+
+
+def _recipe_for(device: torch.device, minutes: float | None) -> TranslationRecipe:
+    recipe = CUDA_RECIPE if device.type == "cuda" else CPU_RECIPE
+    return recipe.replace(minutes=minutes) if minutes is not None else recipe
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_lib.applications.translation",
+        description=f"English-French translation on the Tatoeba pairs ({ATTRIBUTION}).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_train = sub.add_parser("train", help="learn BPE, then train (resumes from FOLDER/checkpoint.pt if present)")
+    p_train.add_argument(
+        "--folder", default="checkpoints/translation", help="where the run lives (default %(default)s)"
+    )
+    p_train.add_argument("--minutes", type=float, default=None, help="training minutes (default: the recipe's)")
+    p_train.add_argument("--device", default="cpu", help="cpu (the CPU recipe) or cuda (the bigger recipe)")
+    p_train.add_argument("--ship", default=None, help="after training, copy the model (float16) to this folder")
+    p_eval = sub.add_parser("evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline")
+    p_eval.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
+    p_eval.add_argument("--device", default="cpu")
+    p_tr = sub.add_parser("translate", help="translate sentences given as arguments, or one per line on stdin")
+    p_tr.add_argument("sentences", nargs="*")
+    p_tr.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
+    p_tr.add_argument("--beam", type=int, default=4, help="beam width; 0 decodes greedily (default %(default)s)")
+    p_tr.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    try:
+        device = pick_device(args.device)
+        if args.command == "train":
+            recipe = _recipe_for(device, args.minutes)
+            train(args.folder, recipe, device=device)
+            if args.ship:
+                print(f"shipped to {save_shipped_model(args.folder, args.ship)}")
+        elif args.command == "evaluate":
+            results = evaluate(args.folder, device=device)
+            print(f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on detokenised output")
+            for name in ("greedy", "beam4", "copy_source"):
+                print(f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF {results[name]['chrf']:6.2f}")
+            subset_key = f"greedy_bleu_first_{results['subset']}"
+            print(f"  greedy BLEU on the first {results['subset']} test pairs: {results[subset_key]:.2f}")
+        else:
+            sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
+            model, vocab = load_translator(args.folder, device)
+            for line in translate(model, vocab, sentences, args.beam or None):
+                print(line)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

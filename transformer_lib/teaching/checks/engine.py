@@ -1,0 +1,667 @@
+"""The engine of the self-checks: :func:`judge` runs a check's :class:`Entry` on student code.
+
+An Entry holds the reference, the inputs (:class:`Case`) and the known mistakes (:class:`Mistake`).
+``judge`` compares outputs and gradients, names the first discrepancy and the mistake that explains
+it, and never raises (a KeyboardInterrupt goes through): whatever student code does or returns
+becomes a message, formatted defensively. Each side gets its own copy of the arguments, and
+:func:`_isolated` restores the learner's random streams and torch settings.
+"""
+
+import contextlib
+import copy
+import linecache
+import random
+import sys
+import sysconfig
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch import nn
+
+__all__ = [
+    "CheckResult",
+    "Case",
+    "Mistake",
+    "Entry",
+    "DEFAULT",
+    "Failure",
+    "judge",
+    "describe",
+    "output_and_weights",
+    "one_number",
+    "knob_mistakes",
+]
+
+
+@dataclass
+class CheckResult:
+    """The outcome of a check: truthy when it passed; prints as its message."""
+
+    name: str
+    passed: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+@dataclass
+class Case:
+    """One set of inputs: ``args`` for the student's code, ``about`` for messages, ``build`` =
+    (args, kwargs) for the student's class, and ``inputs``: named tensors whose gradients are
+    compared too."""
+
+    args: tuple
+    about: str
+    build: tuple = ((), {})
+    inputs: dict = field(default_factory=dict)
+
+
+@dataclass
+class Mistake:
+    """A typical wrong version of the code, called like the reference (a module check passes first
+    the reference module, which holds the student's weights), and the hint it earns when it explains
+    the output."""
+
+    hint: str
+    version: Callable
+
+
+DEFAULT = "default"  # the variant of a check that has one form only
+
+
+@dataclass
+class Entry:
+    """One form of a check (``variant`` names it when the check has several, as
+    ``check_causal_mask``'s ``"with_cache"``; the public function picks it explicitly).
+
+    ``reference``: the right function or, when ``builds``, a factory ``(student module, *args,
+    **kwargs) -> reference module`` holding the student's weights; or, with nothing to compare
+    with, a ``verdict(result, case) -> report`` that raises :class:`Failure` when the code fails."""
+
+    check: str  # the public check's name: "check_attention"
+    what: str  # how messages name the student's code: "your attention"
+    reference: Callable | None
+    cases: Callable[[], list[Case]]
+    mistakes: list[Mistake] = field(default_factory=list)
+    hint: str = ""  # when no known mistake explains the difference
+    success: str = ""
+    builds: bool = False
+    pick: Callable | None = None  # (result, case) -> {part: value}; by default {"output": result}
+    run: Callable | None = None  # (code, case) -> result; by default ``code(*case.args)``
+    verdict: Callable | None = None
+    atol: float = 1e-4
+    rtol: float = 1e-5
+    variant: str = DEFAULT
+
+
+class Failure(Exception):
+    """Raised inside a check to stop at the first problem, with the message to show."""
+
+
+class _Stub(Exception):
+    """Student code reached an exercise's stub: a ``raise NotImplementedError`` line written by the
+    learner. ``code`` is the function whose stub it was (the checked one, or a helper it calls)."""
+
+    def __init__(self, code):
+        super().__init__(code.co_name)
+        self.code = code
+
+
+# Where PyTorch, the standard library and installed packages live: a NotImplementedError raised
+# there is not a learner's stub (a misspelled ``forward`` makes nn.Module raise one; so does an
+# operation a device lacks).
+_LIBRARY_DIRS = {
+    Path(p).resolve()
+    for key in ("stdlib", "purelib", "platlib")
+    if (p := sysconfig.get_paths().get(key))
+}
+_SHOWN: set = set()  # (file, line, category, text) of the student-code warnings already shown
+
+
+def _stub_code(exc: NotImplementedError):
+    """The code object of the learner's function that raised ``exc`` from a ``raise
+    NotImplementedError`` line, or None when it was raised elsewhere."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    code, line = tb.tb_frame.f_code, linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    if any(Path(code.co_filename).resolve().is_relative_to(d) for d in _LIBRARY_DIRS):
+        return None
+    return code if not line or "raise NotImplementedError" in line else None  # no source: trust it
+
+
+def _type_name(value) -> str:
+    """``type(value).__name__``, or "object" when even that cannot be read."""
+    try:
+        name = type(value).__name__
+    except Exception:
+        return "object"
+    return name if isinstance(name, str) else "object"
+
+
+def _text(value, how: Callable = str) -> str:
+    """``how(value)`` (``str`` or ``repr``) for a message; an object whose ``str()`` or ``repr()``
+    raises, or returns no string, is named by its type instead: student code may hand back
+    anything."""
+    try:
+        text = how(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        text = None
+    return text if isinstance(text, str) else f"<{_type_name(value)} that cannot be printed>"
+
+
+def _failure(what: str, exc: BaseException) -> Failure:
+    text = _text(exc).strip().rstrip(".")
+    return Failure(
+        f"{what} raised {_type_name(exc)}{': ' + text if text else ''}. {_hint_for_exception(exc)}"
+    )
+
+
+def _call(what: str, fn: Callable, *args, **kwargs):
+    """Run student code; turn its exceptions, and a softmax without an axis, into a friendly
+    failure. Its other warnings are shown (once each), whether or not it raised."""
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
+            warnings.simplefilter("always")
+            return fn(*args, **kwargs)
+    except NotImplementedError as exc:
+        code = _stub_code(exc)
+        raise (_Stub(code) if code else _failure(what, exc)) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # any error in student code becomes a message (exit() too)
+        raise _failure(what, exc) from None
+    finally:
+        _show(what, caught)  # outside catch_warnings, so that they reach the learner
+
+
+def _show(what: str, caught: list) -> None:
+    """Fail on a softmax without ``dim``; show every other warning once, as it would be without the
+    check."""
+    for warning in caught:
+        text = _text(warning.message)
+        if "Implicit dimension choice for softmax" in text:
+            raise Failure(
+                f"{what} called softmax without `dim`, so PyTorch guessed an axis (for a 4-D "
+                "tensor it picks dim=1: in attention, the heads). Hint: always pass `dim`; in "
+                "attention, `scores.softmax(dim=-1)` normalises each query's row over the keys."
+            )
+        key = (_text(warning.filename), _text(warning.lineno), _text(warning.category), text)
+        if key not in _SHOWN:
+            _SHOWN.add(key)
+            # a learner who turned warnings into errors gets no error here, nor does a warning that
+            # cannot print
+            with contextlib.suppress(Exception):
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+
+
+def _hint_for_exception(exc: BaseException) -> str:
+    text = _text(exc)
+    if 'missing the required "forward" function' in text:
+        return (
+            "Hint: the method must be called `forward` (check its spelling) and be indented inside "
+            "the class."
+        )
+    if isinstance(exc, SystemExit):
+        return (
+            "Hint: a check runs your code; `exit()` or `sys.exit()` in it stops the check, not "
+            "only your code."
+        )
+    if "Boolean value of Tensor with more than one" in text:
+        return (
+            "Hint: `if mask:` asks a whole tensor for one True/False; write `if mask is not None:`."
+        )
+    # what Module.__init__ sets up
+    internals = ("'_modules'", "'_parameters'", "'_buffers'", "'training'")
+    if "before Module.__init__" in text or any(
+        f"has no attribute {name}" in text for name in internals
+    ):
+        return "Hint: the first line of `__init__` must be `super().__init__()`."
+    if "shape" in text or "size" in text or "dimension" in text:
+        return (
+            "Hint: print the shapes of the inputs and of each intermediate tensor; compare with "
+            "the shape comments."
+        )
+    return "Hint: run it by hand on a small input and read the error's last line."
+
+
+def describe(value) -> str:
+    """A result in a few words: its shape for a tensor, else its type's name; never raises."""
+    try:
+        if value is None:
+            return "None"
+        if isinstance(value, torch.Tensor):
+            return str(tuple(value.shape))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"a {_type_name(value)} whose shape cannot be read"
+    return _type_name(value)
+
+
+def _pair(want: float, have: float) -> tuple[str, str]:
+    """``want`` and ``have`` with enough significant digits (4 at least) that the two read
+    differently."""
+    for digits in range(4, 18):
+        shown = f"{want:.{digits}g}", f"{have:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return f"{want!r}", f"{have!r}"
+
+
+def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
+    """The first difference between two results' parts (parts missing from ``got`` are skipped), or
+    None."""
+    for part, want in expected.items():
+        have = got.get(part, want)
+        if have is None:
+            return f"your {part}: None (a missing `return`?)."
+        if not isinstance(have, torch.Tensor):
+            return f"your {part}: expected a tensor {tuple(want.shape)}, got {_type_name(have)}."
+        if have.shape != want.shape:
+            return f"your {part}: shape {tuple(have.shape)}, expected {tuple(want.shape)}."
+        if (have.dtype == torch.bool) != (want.dtype == torch.bool):
+            return f"your {part}: dtype {have.dtype}, expected {want.dtype}."
+        have, want = have.detach().double(), want.detach().double()
+        wrong = ~torch.isclose(have, want, atol=atol, rtol=rtol, equal_nan=True)
+        if wrong.any():
+            index = tuple(torch.nonzero(wrong)[0].tolist())
+            if have.isnan().any() and not want.isnan().any():
+                return (
+                    f"your {part}: NaN at index {index} (the first) where the reference has a "
+                    "number."
+                )
+            shown = _pair(float(want[index]), float(have[index]))
+            return f"your {part}: at index {index} expected {shown[0]}, got {shown[1]}."
+    return None
+
+
+def _zero_nan(result: dict) -> dict:
+    """NaN as 0: a fully masked row is NaN in one way of writing a bug and 0 in another; it is the
+    same bug."""
+    return {
+        k: v.nan_to_num(0.0) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+        for k, v in result.items()
+    }
+
+
+def _output(result, case=None) -> dict:
+    return {"output": result}
+
+
+def output_and_weights(result, case=None) -> dict:
+    """``output`` or ``(output, weights)``: the forms attention code may return."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return {"output": result[0]} | ({"weights": result[1]} if result[1] is not None else {})
+    return {"output": result}
+
+
+def one_number(part: str) -> Callable:
+    """A pick that reads a Python, NumPy (``np.float32`` is no ``float``) or one-element torch
+    number as the tensor ``part``: a schedule's learning rate, a parameter count."""
+
+    def pick(result, case=None) -> dict:
+        if result is None:
+            return {part: None}  # _differs says "a missing `return`?"
+        try:
+            if isinstance(result, bool | str | bytes):
+                raise TypeError
+            value = float(result.detach() if isinstance(result, torch.Tensor) else result)
+        except Exception:
+            raise Failure(
+                f"your {part} should be one number, got {describe(result)} "
+                f"{_text(result, repr)[:60]}."
+            ) from None
+        return {part: torch.tensor(value, dtype=torch.float64)}
+
+    return pick
+
+
+def knob_mistakes(version: Callable, bugs: list[tuple[str, dict]]) -> list[Mistake]:
+    """One :class:`Mistake` per ``(hint, knobs)``: ``version`` (a function of :mod:`.variants`) with
+    those knobs set. The lists of bugs that several checks meet (attention's inside multi-head
+    attention) are written once."""
+    return [Mistake(hint, partial(version, **knobs)) for hint, knobs in bugs]
+
+
+def _prepare(entry: Entry, student, case: Case):
+    """(the student's callable, the reference); a class is built from ``case.build``."""
+    if not entry.builds:
+        return student, entry.reference
+    if not (isinstance(student, type) and issubclass(student, nn.Module)):
+        if isinstance(student, nn.Module):
+            raise Failure(
+                f"pass the class itself, not an instance: `{_type_name(student)}`, without `(...)`."
+            )
+        raise Failure(
+            f"expected a class that subclasses nn.Module, got {_text(student, repr)[:60]}."
+        )
+    args, kwargs = case.build
+    shown = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
+    name = _text(getattr(student, "__name__", "your class"))
+    module = _call(f"{name}({shown})", student, *args, **kwargs)
+    _call(f"{name}.eval()", module.eval)
+    reference = entry.reference(module, *args, **kwargs).eval()
+    return module, reference
+
+
+_IMMUTABLE = (
+    int,
+    float,
+    complex,
+    bool,
+    str,
+    bytes,
+    type(None),
+    type,
+    range,
+    slice,
+    torch.dtype,
+    torch.device,
+)
+
+
+def _fresh(value, memo: dict):
+    """The student's own copy of a case's arguments: each tensor cloned (still connected to the
+    original's graph; one tensor passed twice, as ``x, x, x``, is one clone passed twice), tuples
+    and lists searched, any other object (a module, a config) deep-copied, so that what student code
+    changes there, the reference never sees."""
+    if isinstance(value, torch.Tensor):
+        if id(value) not in memo:
+            memo[id(value)] = value.clone()
+        return memo[id(value)]
+    if isinstance(value, tuple | list):
+        return type(value)(_fresh(item, memo) for item in value)
+    if isinstance(value, _IMMUTABLE) or callable(value) and not isinstance(value, nn.Module):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an object that cannot be copied is shared, as before
+        return value
+
+
+def _tensors(value) -> list:
+    """The tensors in ``value``, tuples and lists searched, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [tensor for item in value for tensor in _tensors(item)]
+    return []
+
+
+def _check_inputs_unchanged(entry: Entry, case: Case, private: tuple) -> None:
+    """Fail, naming the argument, when student code changed an input tensor in place (``q /= ...``,
+    ``q.div_()``): the caller's tensor would change, and in self-attention ``q``, ``k`` and ``v``
+    are one tensor."""
+    for position, (mine, original) in enumerate(
+        zip(_tensors(private), _tensors(case.args), strict=False), 1
+    ):
+        try:
+            same = mine.shape == original.shape and torch.equal(mine.detach(), original.detach())
+        except Exception:
+            same = False
+        if not same:
+            raise Failure(
+                f"{case.about}: {entry.what} changed its input tensor number {position}, "
+                f"{describe(original)}, in place (`x /= ...`, `x.div_(...)`, `x[...] = ...`, "
+                "`masked_fill_`): the caller's tensor changes too, and in self-attention q, k and "
+                "v are one tensor. Hint: compute a new tensor, `q = q / math.sqrt(d_k)`, `scores "
+                "= scores.masked_fill(...)`, or `.clone()` first."
+            )
+
+
+def _pick_and_run(entry: Entry) -> tuple[Callable, Callable]:
+    """How the entry reads a result and calls code; by default ``{"output": result}`` and
+    ``code(*case.args)``."""
+    return entry.pick or _output, entry.run or (lambda code, case: code(*case.args))
+
+
+def _examine(entry: Entry, student) -> str:
+    """The success message (or the verdicts' reports) if every case passes; else raises the first
+    Failure."""
+    pick, run = _pick_and_run(entry)
+    reports = []
+    for case in entry.cases():
+        subject, reference = _prepare(entry, student, case)
+        # the student's code must not change the reference's
+        private = replace(case, args=_fresh(case.args, {}))
+        result = run(partial(_call, entry.what, subject), private)
+        _check_inputs_unchanged(entry, case, private.args)
+        if entry.verdict:
+            reports.append(entry.verdict(result, case))
+            continue
+        got, expected = pick(result, case), pick(run(reference, case), case)
+        problem = _differs(got, expected, entry.atol, entry.rtol)
+        if problem:
+            explained = _known_mistake(entry, reference, case, got, expected)
+            raise Failure(f"{case.about}: {explained or problem + ' ' + entry.hint}")
+        if case.inputs:
+            _compare_gradients(
+                entry, subject, case, next(iter(got.values())), next(iter(expected.values()))
+            )
+    return " ".join(report for report in reports if report) or entry.success
+
+
+def _known_mistake(entry: Entry, reference, case: Case, got: dict, expected: dict) -> str | None:
+    """The hint of the first known mistake whose output is the student's (None: no known mistake
+    explains it)."""
+    pick, run = _pick_and_run(entry)
+    for mistake in entry.mistakes:
+        try:
+            wrong = pick(
+                run(partial(mistake.version, reference) if entry.builds else mistake.version, case),
+                case,
+            )
+        except Exception:  # a mistake that cannot run on these inputs explains nothing
+            continue
+        if _differs(wrong, expected, entry.atol, entry.rtol) is None:
+            # this mistake changes nothing on these inputs (a mask bug without a mask): it explains
+            # nothing
+            continue
+        if _differs(_zero_nan(got), _zero_nan(wrong), entry.atol, entry.rtol) is None:
+            return mistake.hint
+    return None
+
+
+def _compare_gradients(
+    entry: Entry, subject, case: Case, got: torch.Tensor, expected: torch.Tensor
+) -> None:
+    """Gradients with respect to ``case.inputs`` equal the reference's, and every student parameter
+    gets one."""
+    no_gradient = Failure(
+        f"{case.about}: your output carries no gradient: was it computed under `torch.no_grad()`, "
+        "or detached? Training needs gradients to flow back through your code."
+    )
+    if not got.requires_grad:
+        raise no_gradient
+    inputs = list(case.inputs.values())
+    named = dict(subject.named_parameters()) if isinstance(subject, nn.Module) else {}
+    # autograd.grad refuses frozen ones
+    parameters = {name: p for name, p in named.items() if p.requires_grad}
+    weight = torch.randn(
+        expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype
+    )
+    grads = _call(
+        f"{entry.what} (backward)",
+        torch.autograd.grad,
+        (got * weight).sum(),
+        inputs + list(parameters.values()),
+        allow_unused=True,
+    )
+    wanted = torch.autograd.grad((expected * weight).sum(), inputs, allow_unused=True)
+    if all(grad is None for grad in grads[: len(inputs)]) and any(
+        grad is not None for grad in wanted
+    ):
+        # a view made under no_grad requires grad but leads back to none of the inputs
+        raise no_gradient
+    for name, have, want in zip(case.inputs, grads[: len(inputs)], wanted, strict=True):
+        part = f"gradient for {name}"
+        problem = _differs(
+            {part: torch.zeros_like(want) if have is None else have},
+            {part: want},
+            entry.atol,
+            entry.rtol,
+        )
+        if problem:
+            raise Failure(f"{case.about}: the outputs match, but {problem} {entry.hint}")
+    frozen = [name for name in named if name not in parameters]
+    if frozen:
+        raise Failure(
+            f"{frozen} have requires_grad=False: they would never train. Hint: leave "
+            "parameters trainable."
+        )
+    unused = [
+        name for name, grad in zip(parameters, grads[len(inputs) :], strict=True) if grad is None
+    ]
+    if unused:
+        raise Failure(
+            f"no gradient reached {unused}: they would never train. Hint: is every layer "
+            "used in forward?"
+        )
+
+
+@contextlib.contextmanager
+def _isolated():
+    """Inside: gradients on, no autocast, float32 on the CPU, random streams seeded 0 (a check
+    says the same thing every time). After: the learner's random streams, default dtype and device,
+    deterministic-algorithms flag, thread count, anomaly mode and recursion limit as they were."""
+    python_state, numpy, dtype = (
+        random.getstate(),
+        sys.modules.get("numpy"),
+        torch.get_default_dtype(),
+    )
+    numpy_state = numpy.random.get_state() if numpy else None
+    device, threads, recursion = (
+        torch.get_default_device(),
+        torch.get_num_threads(),
+        sys.getrecursionlimit(),
+    )
+    deterministic = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+    anomaly = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.random.fork_rng(devices=cuda_devices))
+            # not torch.manual_seed: it would also queue a CUDA seed
+            torch.default_generator.manual_seed(0)
+            random.seed(0)
+            if numpy is not None:
+                numpy.random.seed(0)
+            torch.set_default_dtype(torch.float32)
+            # innermost: it wins over the learner's default device
+            stack.enter_context(torch.device("cpu"))
+            stack.enter_context(torch.inference_mode(False))
+            stack.enter_context(torch.enable_grad())
+            stack.enter_context(torch.autocast("cpu", enabled=False))
+            if torch.cuda.is_available():
+                stack.enter_context(torch.autocast("cuda", enabled=False))
+            yield
+    finally:
+        random.setstate(python_state)
+        if numpy is not None:
+            numpy.random.set_state(numpy_state)
+        torch.set_default_dtype(dtype)
+        if torch.get_default_device() != device:  # student code called torch.set_default_device
+            torch.set_default_device(None if device == torch.device("cpu") else device)
+        if (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        ) != (deterministic):
+            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != anomaly:
+            torch.set_anomaly_enabled(*anomaly)
+        sys.setrecursionlimit(recursion)
+
+
+def _own_code(student) -> set:
+    """The code objects of the student's function, or of every function its class (and its own
+    bases) define (a class may set ``__module__`` to anything, None included)."""
+    try:
+        if not isinstance(student, type):
+            code = getattr(student, "__code__", None)
+            return {code} if code is not None else set()
+        modules = [(c, getattr(c, "__module__", None)) for c in student.__mro__]
+        classes = [
+            c
+            for c, module in modules
+            if not (isinstance(module, str) and module.startswith(("torch", "builtins")))
+        ]
+        return {
+            f.__code__
+            for c in classes
+            for f in vars(c).values()
+            if isinstance(getattr(f, "__code__", None), type(_own_code.__code__))
+        }
+    except Exception:
+        return set()
+
+
+def judge(entry: Entry, student) -> CheckResult:
+    """Run ``entry`` on the student's code; the result, named after ``entry.check``, is a message,
+    never an error (a KeyboardInterrupt, the learner's own, still stops it)."""
+    try:
+        return _judge(entry, student)
+    except KeyboardInterrupt:
+        raise
+    # the last guard: even formatting what student code handed back failed
+    except BaseException as exc:
+        return CheckResult(
+            entry.check,
+            False,
+            f"❌ {entry.check}: could not judge your code's result ({_type_name(exc)}). Hint: "
+            "return what the exercise asks for, with its shape.",
+        )
+
+
+def _judge(entry: Entry, student) -> CheckResult:
+    name = entry.check
+    try:
+        with _isolated():
+            message = _examine(entry, student)
+    except _Stub as stub:
+        whose = (
+            ""
+            if stub.code in _own_code(student)
+            else f" (`{stub.code.co_name}`, which your code calls)"
+        )
+        return CheckResult(
+            name,
+            False,
+            f"⏳ {name}: not implemented yet{whose}. Replace `raise NotImplementedError` with "
+            "your code and run this cell again.",
+        )
+    except Failure as failure:
+        return CheckResult(name, False, f"❌ {name}: {failure}")
+    except KeyboardInterrupt:
+        raise
+    # the student's result broke the comparison itself (an odd type, say)
+    except BaseException as exc:
+        return CheckResult(
+            name,
+            False,
+            f"❌ {name}: could not judge your code's result ({_type_name(exc)}: "
+            f"{_text(exc)}). Hint: return what the exercise asks for, with its shape.",
+        )
+    # a verdict's own report stands alone
+    praise = " Well done!" if message == entry.success else ""
+    return CheckResult(name, True, f"✅ {name}: {message}{praise}")

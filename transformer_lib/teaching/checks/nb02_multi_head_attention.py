@@ -1,0 +1,174 @@
+"""Notebook 02 · multi-head attention: the checks of split_heads, combine_heads and the multi-head
+module.
+
+The module's check builds the learner's class and compares it with the library's
+``MultiHeadAttention`` holding the same weights (:func:`.references.multi_head_attention`);
+attention's own mistakes (notebook 01's ``ATTENTION_BUGS``) are diagnosed inside the heads too.
+"""
+
+import math
+from collections.abc import Callable
+from functools import partial
+
+import torch
+
+from ... import combine_heads, split_heads
+from ..checks import inputs as draw
+from ..checks import references, variants
+from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes, output_and_weights
+from .nb01_attention import ATTENTION_BUGS
+from .registry import Exercise, Question
+
+__all__ = ["check_split_heads", "check_combine_heads", "check_multi_head_attention"]
+
+
+def _output_and_weights(result, case=None) -> dict:
+    """``output`` or ``(output, weights)``; weights per head ``(B, h, T_q, T_k)`` are compared, and
+    so are weights averaged over the heads ``(B, T_q, T_k)``, as nn.MultiheadAttention returns them
+    by default."""
+    parts = output_and_weights(result, case)
+    weights = parts.get("weights")
+    if isinstance(weights, torch.Tensor) and weights.dim() == 3:
+        return {"output": parts["output"], "weights averaged over the heads": weights}
+    if isinstance(weights, torch.Tensor) and weights.dim() == 4:
+        parts["weights averaged over the heads"] = weights.mean(1)
+    return parts
+
+
+# --- the entries: each check's reference, the inputs it draws, its known mistakes -----------------
+
+SPLIT_HEADS = Entry(
+    "check_split_heads",
+    "your split_heads",
+    split_heads,
+    partial(draw.numbered, [((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
+    [
+        Mistake(
+            "the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, "
+            "2)` after the view.",
+            lambda x, h: x.view(x.size(0), x.size(1), h, -1),
+        ),
+        Mistake(
+            "the shape is right but tokens are scrambled: reshaping straight to (B, h, T, d) "
+            "cuts *across* tokens. Hint: `x.view(B, T, h, d).transpose(1, 2)`.",
+            lambda x, h: x.reshape(x.size(0), h, x.size(1), -1),
+        ),
+    ],
+    "Hint: head i must hold features i*d .. (i+1)*d - 1 of every token.",
+    "splits (B, T, h*d) into (B, h, T, d) with every feature in its head.",
+)
+
+
+COMBINE_HEADS = Entry(
+    "check_combine_heads",
+    "your combine_heads",
+    combine_heads,
+    partial(draw.numbered, [((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
+    [
+        Mistake(
+            "the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues "
+            "*different tokens* into one vector: a silent bug, the model still runs. Hint: "
+            "`x.transpose(1, 2).reshape(B, T, h * d)`: transpose back first.",
+            lambda x: x.reshape(x.size(0), x.size(2), -1),
+        )
+    ],
+    "Hint: combine must undo split_heads exactly.",
+    "puts every head's features back next to each other, token by token.",
+)
+
+
+MULTI_HEAD_ATTENTION = Entry(
+    "check_multi_head_attention",
+    "your module",
+    references.multi_head_attention,
+    draw.multi_head_attention,
+    [
+        Mistake(
+            "scores were divided by sqrt(d_model); each head works in d_k = d_model / h "
+            "dimensions. Hint: divide by sqrt(d_k), the width of one head's queries.",
+            partial(
+                variants.multi_head_attention, scale=lambda q, v: math.sqrt(q.size(1) * q.size(-1))
+            ),
+        ),
+        Mistake(
+            "heads were merged with a reshape that did not transpose back, mixing tokens. Hint: "
+            "`out.transpose(1, 2).reshape(B, T, d_model)`.",
+            partial(
+                variants.multi_head_attention, merge=lambda x: x.reshape(x.size(0), x.size(2), -1)
+            ),
+        ),
+        Mistake(
+            "the output projection w_o was not applied: after combining the heads, "
+            "`self.w_o(...)` mixes what the heads found.",
+            partial(variants.multi_head_attention, output_projection=False),
+        ),
+        Mistake(
+            "the keys were projected with w_q: queries, keys and values each have their own "
+            "projection. Hint: `self.w_k(key)`.",
+            partial(variants.multi_head_attention, key_projection="w_q"),
+        ),
+        Mistake(
+            "the values were projected with w_k: queries, keys and values each have their own "
+            "projection. Hint: `self.w_v(value)`.",
+            partial(variants.multi_head_attention, value_projection="w_k"),
+        ),
+        Mistake(
+            "you split into d_k heads of h features each: the two numbers are swapped (with "
+            "d_model=16, h=4 they are equal, so only a case with h != d_k shows it). Hint: "
+            "`x.view(B, T, num_heads, d_model // num_heads).transpose(1, 2)`: num_heads heads of "
+            "d_k = d_model // num_heads features.",
+            partial(variants.multi_head_attention, heads_of_width_h=True),
+        ),
+        *knob_mistakes(variants.multi_head_attention, ATTENTION_BUGS),
+    ],
+    "Hint: test split, attention and combine alone, each against its check.",
+    # the success message is printed in notebook 08's committed outputs: changing it changes them
+    "equals the library's MultiHeadAttention (with the same weights) for self-, causal, padded and "
+    "cross-attention; gradients match and reach every parameter.",
+    builds=True,
+    pick=_output_and_weights,
+)
+
+ENTRIES = (SPLIT_HEADS, COMBINE_HEADS, MULTI_HEAD_ATTENTION)
+
+
+# --- the checks the notebooks call ----------------------------------------------------------------
+
+
+def check_split_heads(split: Callable) -> CheckResult:
+    """Check ``split(x (B, T, h * d), num_heads) -> (B, h, T, d)``: the shape, and every feature in
+    its head. Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    return judge(SPLIT_HEADS, split)
+
+
+def check_combine_heads(combine: Callable) -> CheckResult:
+    """Check ``combine(x (B, h, T, d)) -> (B, T, h * d)``, the exact inverse of ``split_heads``.
+    Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    return judge(COMBINE_HEADS, combine)
+
+
+def check_multi_head_attention(module_class: type) -> CheckResult:
+    """Check the class ``MyMHA(d_model, num_heads)``, with projections ``w_q, w_k, w_v, w_o``
+    (biases optional) and ``forward(query, key, value, mask=None)`` returning the output or
+    ``(output, weights)``, against the library's module holding the same weights: self-, causal,
+    padded and cross-attention, for ``(16, 4)`` and ``(24, 3)`` (h != d_k); returned weights (per
+    head, or averaged over the heads) are compared too; gradients reach every parameter. Returns a
+    CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    return judge(MULTI_HEAD_ATTENTION, module_class)
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+EXERCISES = [
+    Exercise("02", "1", "my_split_heads", "(B, T, h*d) -> (B, h, T, d)", "check_split_heads"),
+    Exercise("02", "2", "my_combine_heads", "(B, h, T, d) -> (B, T, h*d)", "check_combine_heads"),
+    Exercise(
+        "02",
+        "3",
+        "MyMultiHeadAttention",
+        "the multi-head module, w_q, w_k, w_v, w_o (bias optional)",
+        "check_multi_head_attention",
+    ),
+]
+
+QUESTIONS = [Question("02", "4", "why multi-head attention ends with W_O")]

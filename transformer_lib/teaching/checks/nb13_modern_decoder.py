@@ -1,0 +1,648 @@
+"""Notebook 13 · the modern decoder: the checks of RMSNorm, rotary attention, SwiGLU, repeating
+key/value heads for grouped-query attention, and choosing the number of key/value heads for a cache
+budget.
+
+Rotary positions come in two pair layouts: the interleaved pairs ``(2i, 2i+1)`` of RoFormer and
+Meta's Llama (``tl.apply_rope``) and Hugging Face's "rotate half" pairs ``(i, i + d_k/2)``. Both are
+right: the check of rotary attention accepts either and names the one it found, and names a known
+mistake in either layout.
+"""
+
+import math
+from collections.abc import Callable
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ... import LMConfig, PositionwiseFeedForward, RMSNorm, causal_mask, kv_cache_bytes_per_token
+from .engine import Case, CheckResult, Entry, Failure, Mistake, _differs, judge, one_number
+from .references import copy_weights
+from .registry import Exercise, Question
+
+__all__ = [
+    "check_rms_norm",
+    "check_rotary_attention",
+    "check_swiglu",
+    "check_repeat_kv",
+    "check_kv_heads_for_budget",
+]
+
+
+def _generator() -> torch.Generator:
+    return torch.Generator().manual_seed(13)
+
+
+# --- RMSNorm --------------------------------------------------------------------------------------
+
+
+def _rms_reference(student: nn.Module, d_model: int, eps: float = 1e-5) -> RMSNorm:
+    """``tl.RMSNorm(d_model, eps)`` with the student's gain ``weight``, set first to values other
+    than 1."""
+    named = dict(student.named_parameters())
+    found = sum(p.numel() for p in named.values())
+    if found != d_model or "weight" not in named or named["weight"].shape != (d_model,):
+        shapes = ", ".join(f"`{n}` {tuple(p.shape)}" for n, p in named.items()) or "none"
+        raise Failure(
+            f"RMSNorm({d_model}) learns one gain per feature and no shift: a parameter "
+            f"`weight` of shape ({d_model},) and nothing else; found {shapes}. Hint: "
+            "`self.weight = nn.Parameter(torch.ones(d_model))`, and no bias."
+        )
+    if not torch.all(named["weight"] == 1):
+        raise Failure(
+            "a fresh RMSNorm should only rescale: its gain `weight` starts at 1. Hint: "
+            "`torch.ones(d_model)`."
+        )
+    with torch.no_grad():
+        named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
+    reference = RMSNorm(d_model, eps)
+    with torch.no_grad():
+        reference.weight.copy_(named["weight"])
+    return reference
+
+
+def _rms(x, eps, dim=-1):
+    return x / torch.sqrt(x.pow(2).mean(dim, keepdim=True) + eps)
+
+
+def _rms_norms() -> list[Case]:
+    """Random tokens with a large mean (the first with gradients), tokens near zero (where eps
+    decides), and a module built with another eps."""
+    gen = _generator()
+    # mean 5: centring would show
+    x = (torch.randn(3, 4, 8, generator=gen) + 5.0).requires_grad_(True)
+    y = torch.randn(5, 8, generator=gen) * 3 + 1
+    # rms 0, ~1e-3, ~1e-2
+    small = torch.tensor([0.0, 1e-3, 1e-2])[:, None] * torch.randn(3, 8, generator=gen)
+    return [
+        Case((x,), "for tokens (3, 4, 8) whose features average about 5", ((8,), {}), {"input": x}),
+        Case((y,), "for tokens (5, 8)", ((8,), {})),
+        Case(
+            (small,),
+            "for a zero token and two near zero (rms 0, ~1e-3, ~1e-2), where eps matters",
+            ((8,), {}),
+        ),
+        Case((y,), "for tokens (5, 8) and eps=1e-2", ((8,), {"eps": 1e-2})),
+    ]
+
+
+RMS_NORM = Entry(
+    "check_rms_norm",
+    "your RMSNorm",
+    _rms_reference,
+    _rms_norms,
+    [
+        Mistake(
+            "you subtracted the mean: that is LayerNorm without its shift. RMSNorm divides x "
+            "itself by its root mean square, so a token whose features all sit near 5 keeps that "
+            "offset. Hint: `x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * "
+            "self.weight`, no `x - mean`.",
+            lambda ref, x: _rms(x - x.mean(-1, keepdim=True), ref.eps) * ref.weight,
+        ),
+        Mistake(
+            "you divided by the standard deviation (mean subtracted inside the variance) instead "
+            "of the root mean square. Hint: `x.pow(2).mean(-1, keepdim=True)`, not `x.var(...)`.",
+            lambda ref, x: (
+                x / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + ref.eps) * ref.weight
+            ),
+        ),
+        Mistake(
+            "eps was added outside the square root, `/ (rms + eps)`; RMSNorm (Llama, tl.RMSNorm) "
+            "adds it to the mean square: `/ torch.sqrt(mean_square + eps)` (a token near zero "
+            "shows the difference).",
+            lambda ref, x: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + ref.eps) * ref.weight,
+        ),
+        Mistake(
+            "eps was ignored: the module always used 1e-5 (or another fixed number). Hint: store "
+            "the `eps` argument, `self.eps = eps`, and use it.",
+            lambda ref, x: _rms(x, 1e-5) * ref.weight,
+        ),
+        Mistake(
+            "eps was 1e-6 (Llama's) where the module was built with another: the default is 1e-5, "
+            "as tl.RMSNorm's, and the `eps` argument must be used. Hint: `def __init__(self, "
+            "d_model, eps=1e-5)` and `self.eps = eps`.",
+            lambda ref, x: _rms(x, 1e-6) * ref.weight,
+        ),
+        Mistake(
+            "there is no eps: a zero token is 0 / 0 (NaN). Hint: `torch.sqrt(mean_square + "
+            "self.eps)`.",
+            lambda ref, x: _rms(x, 0.0) * ref.weight,
+        ),
+        Mistake(
+            "you normalised over the tokens (dim=-2), not over each token's features. Hint: the "
+            "mean square over dim=-1, with keepdim=True.",
+            lambda ref, x: _rms(x, ref.eps, dim=-2) * ref.weight,
+        ),
+        Mistake(
+            "the root mean square was not taken: you divided by the mean square (no square "
+            "root). Hint: `torch.sqrt(...)` or `torch.rsqrt(...)` as a multiplier.",
+            lambda ref, x: x / (x.pow(2).mean(-1, keepdim=True) + ref.eps) * ref.weight,
+        ),
+        Mistake(
+            "the gain is not applied. Hint: `... * self.weight`.", lambda ref, x: _rms(x, ref.eps)
+        ),
+    ],
+    "Hint: x / sqrt(mean(x^2) + eps) * gain, over the last axis; no mean subtracted, no shift.",
+    "divides each token by its root mean square over the features, keeps its mean, eps inside the "
+    "root; gradients match.",
+    builds=True,
+)
+
+
+# --- rotary attention -----------------------------------------------------------------------------
+
+LAYOUTS = {
+    "interleaved": "interleaved pairs (2i, 2i+1), as RoFormer, Meta's Llama and tl.apply_rope",
+    "rotate_half": "rotate-half pairs (i, i + d_k/2), as Hugging Face's Llama",
+}
+
+
+def _rotate(
+    x: torch.Tensor, positions: torch.Tensor, theta: float, layout: str, exponent: str = "right"
+):
+    """``x (B, h, T, d_k)`` rotated pair by pair: pair ``i`` turns by ``position *
+    theta^(-2i/d_k)``; ``exponent`` writes a known mistake of that frequency."""
+    d_k = x.size(-1)
+    i = torch.arange(d_k // 2, dtype=torch.float64)
+    frequency = {
+        "right": theta ** (-2 * i / d_k),
+        "pair index": theta ** (-i / d_k),
+        "positive": theta ** (2 * i / d_k),
+        "no d_k": theta ** (-2 * i),
+    }[exponent]
+    angles = positions.double()[:, None] * frequency  # (T, d_k/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if layout == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    a, b = x[..., : d_k // 2], x[..., d_k // 2 :]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
+def rotary_attention(
+    q,
+    k,
+    v,
+    start,
+    theta,
+    layout="interleaved",
+    rotate=("q", "k"),
+    restart=False,
+    exponent="right",
+    causal=True,
+):
+    """The reference (and, with its knobs, the known mistakes): causal attention of queries at
+    positions ``start..start+T_q-1`` over keys at ``0..T_k-1``, with rotary positions on the queries
+    and keys."""
+    t_q, t_k = q.size(2), k.size(2)
+    q_positions = torch.arange(t_q) if restart else torch.arange(start, start + t_q)
+    k_positions = torch.arange(t_k)
+    if "q" in rotate:
+        q = _rotate(q, q_positions, theta, layout, exponent)
+    if "k" in rotate:
+        k = _rotate(k, k_positions, theta, layout, exponent)
+    if "v" in rotate:
+        v = _rotate(v, k_positions, theta, layout, exponent)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, T_q, T_k)
+    if causal:
+        scores = scores.masked_fill(~causal_mask(t_q, t_k), float("-inf"))
+    return scores.softmax(-1) @ v  # (B, h, T_q, d_k)
+
+
+_ROTARY_MISTAKES = [
+    (
+        "the values were rotated too. Rotary positions turn the queries and the keys only: the "
+        "score q·k then sees the offset m - n; the values carry content, and a rotated value "
+        "would mix position into what is read.",
+        {"rotate": ("q", "k", "v")},
+    ),
+    (
+        "the keys were not rotated (only the queries): the score then depends on the query's "
+        "absolute position, not on the offset. Hint: rotate k by its positions 0..T_k-1 too.",
+        {"rotate": ("q",)},
+    ),
+    (
+        "the queries' positions restarted at 0: in cached decoding the new tokens sit after the "
+        "`start` cached ones, at positions start, start+1, ... Hint: `torch.arange(start, start + "
+        "T_q)` for the queries.",
+        {"restart": True},
+    ),
+    (
+        "the queries were not rotated (only the keys). Hint: rotate q by its positions "
+        "start..start+T_q-1 too.",
+        {"rotate": ("k",)},
+    ),
+    (
+        "the frequencies are wrong: pair i turns at theta^(-2i/d_k), and you used theta^(-i/d_k), "
+        "counting i over pairs but dividing as if over features. Hint: `theta ** (-torch.arange(0, "
+        "d_k, 2) / d_k)`.",
+        {"exponent": "pair index"},
+    ),
+    (
+        "the frequencies grow instead of shrinking: pair i turns at theta^(-2i/d_k) (a minus in "
+        "the exponent), so pair 0 turns fastest, one radian per position. Hint: `1.0 / theta ** "
+        "(torch.arange(0, d_k, 2) / d_k)`.",
+        {"exponent": "positive"},
+    ),
+    (
+        "the exponent lost its `/ d_k`: pair i turns at theta^(-2i/d_k). Hint: `theta ** "
+        "(-torch.arange(0, d_k, 2) / d_k)`.",
+        {"exponent": "no d_k"},
+    ),
+    (
+        "there is no causal mask: with several new queries, query start+i may see only keys "
+        "0..start+i. Hint: `tl.causal_mask(T_q, T_k)`, True = may attend, into "
+        "`tl.scaled_dot_product_attention`.",
+        {"causal": False},
+    ),
+]
+
+
+def _rotary_cases() -> list[Case]:
+    gen = _generator()
+
+    def case(b, h, t_q, start, d_k, theta, about):
+        t_k = start + t_q
+        q, k, v = (torch.randn(b, h, t, d_k, generator=gen) for t in (t_q, t_k, t_k))
+        return Case((q, k, v, start, theta), about)
+
+    return [
+        case(
+            2,
+            2,
+            4,
+            0,
+            8,
+            10000.0,
+            "for a prompt: 4 queries at positions 0-3, start=0, d_k=8, theta=10000",
+        ),
+        case(
+            1,
+            2,
+            1,
+            5,
+            8,
+            10000.0,
+            "for one cached step: the query at position 5 over 6 keys, d_k=8",
+        ),
+        case(
+            2,
+            1,
+            2,
+            3,
+            16,
+            100.0,
+            "for 2 new queries at positions 3-4 over 5 keys, d_k=16, theta=100",
+        ),
+    ]
+
+
+_FIRST_ROTARY_CASE = "for a prompt"
+
+
+def _output_only(result):
+    return result[0] if isinstance(result, tuple) and len(result) == 2 else result
+
+
+def _rotary_verdict(result, case: Case) -> str:
+    """Pass in either layout, naming it; else name a known mistake (in either layout), or the first
+    difference."""
+    got = {"output": _output_only(result)}
+    problems = {}
+    for layout in LAYOUTS:
+        problems[layout] = _differs(
+            got, {"output": rotary_attention(*case.args, layout=layout)}, 1e-4, 1e-5
+        )
+        if problems[layout] is None:
+            return (
+                f"your rotation uses {LAYOUTS[layout]}; both layouts are right."
+                if case.about.startswith(_FIRST_ROTARY_CASE)
+                else ""
+            )
+    for hint, knobs in _ROTARY_MISTAKES:
+        for layout in LAYOUTS:
+            wrong = rotary_attention(*case.args, layout=layout, **knobs)
+            if (
+                _differs(
+                    {"output": wrong},
+                    {"output": rotary_attention(*case.args, layout=layout)},
+                    1e-4,
+                    1e-5,
+                )
+                and _differs(got, {"output": wrong}, 1e-4, 1e-5) is None
+            ):
+                raise Failure(f"{case.about}: {hint} (Your pairs: {LAYOUTS[layout]}.)")
+    raise Failure(
+        f"{case.about}: {problems['interleaved']} Hint: rotate q (positions "
+        "start..start+T_q-1) and k (positions 0..T_k-1) pair by pair, e.g. with "
+        "`tl.apply_rope`, leave v alone, then causal attention: "
+        "`tl.scaled_dot_product_attention(q, k, v, tl.causal_mask(T_q, T_k))[0]`."
+    )
+
+
+ROTARY_ATTENTION = Entry(
+    "check_rotary_attention",
+    "your rotary attention",
+    None,
+    _rotary_cases,
+    verdict=_rotary_verdict,
+    success="rotates queries and keys by their positions (new queries after the cached ones), "
+    "leaves values alone, masks causally.",
+)
+
+
+# --- SwiGLU ---------------------------------------------------------------------------------------
+
+
+def _swiglu_reference(student: nn.Module, d_model: int, d_ff: int) -> PositionwiseFeedForward:
+    found = sum(p.numel() for p in student.parameters())
+    if found != 3 * d_model * d_ff:
+        raise Failure(
+            f"MySwiGLU({d_model}, {d_ff}) should hold three bias-free matrices, gate and "
+            f"up ({d_model} -> {d_ff}) and down ({d_ff} -> {d_model}): "
+            f"{3 * d_model * d_ff} numbers; it registers {found}. Hint: "
+            "`nn.Linear(d_model, d_ff, bias=False)` for `gate` and `up`, "
+            "`nn.Linear(d_ff, d_model, bias=False)` for `down`."
+        )
+    reference = PositionwiseFeedForward(d_model, d_ff, activation="swiglu", bias=False)
+    return copy_weights(reference, student, {"gate": "gate", "linear1": "up", "linear2": "down"})
+
+
+SWIGLU = Entry(
+    "check_swiglu",
+    "your SwiGLU",
+    _swiglu_reference,
+    lambda: [
+        Case((x,), f"for input {tuple(x.shape)}", ((8, 12), {}), {"input": x} if i == 0 else {})
+        for i, x in enumerate(
+            [
+                torch.randn(2, 5, 8, generator=_generator()).requires_grad_(True),
+                torch.randn(7, 8, generator=_generator()) * 3,
+            ]
+        )
+    ],
+    [
+        Mistake(
+            "SiLU went on the up projection instead of the gate: `silu(up(x)) * gate(x)`. That "
+            "is a different function of the same weights, though just as trainable from scratch "
+            "(the two matrices swap roles); the names matter when weights are copied: Llama's "
+            "checkpoints put SiLU on `gate_proj`. Hint: `down(silu(gate(x)) * up(x))`.",
+            lambda ref, x: ref.linear2(F.silu(ref.linear1(x)) * ref.gate(x)),
+        ),
+        Mistake(
+            "the gate used a sigmoid, `sigmoid(gate(x)) * up(x)`: that is the original GLU "
+            "(Dauphin et al. 2017). SwiGLU uses SiLU (Swish), `gate(x) * sigmoid(gate(x))`. "
+            "Hint: `F.silu(self.gate(x))`.",
+            lambda ref, x: ref.linear2(torch.sigmoid(ref.gate(x)) * ref.linear1(x)),
+        ),
+        Mistake(
+            "the gate used a ReLU (that is ReGLU). Hint: `F.silu(self.gate(x))`.",
+            lambda ref, x: ref.linear2(torch.relu(ref.gate(x)) * ref.linear1(x)),
+        ),
+        Mistake(
+            "SiLU was applied after the product, `silu(gate(x) * up(x))`: the gate's "
+            "nonlinearity must act on the gate alone. Hint: `F.silu(self.gate(x)) * self.up(x)`.",
+            lambda ref, x: ref.linear2(F.silu(ref.gate(x) * ref.linear1(x))),
+        ),
+        Mistake(
+            "there is no gate: `down(silu(up(x)))` is an ordinary feed-forward with SiLU. Hint: "
+            "multiply by the gate, `F.silu(self.gate(x)) * self.up(x)`.",
+            lambda ref, x: ref.linear2(F.silu(ref.linear1(x))),
+        ),
+    ],
+    "Hint: `self.down(F.silu(self.gate(x)) * self.up(x))`.",
+    "down(silu(gate(x)) * up(x)), three bias-free matrices; gradients match.",
+    builds=True,
+)
+
+
+# --- repeating key/value heads --------------------------------------------------------------------
+
+
+def _repeat_reference(x, num_heads):
+    return x.repeat_interleave(num_heads // x.size(1), dim=1)
+
+
+def _repeat_cases() -> list[Case]:
+    def numbered(shape, num_heads, grad=False):
+        x = torch.arange(math.prod(shape), dtype=torch.float32).view(shape).requires_grad_(grad)
+        about = f"for key/value heads {shape} (h_kv={shape[1]}) and num_heads={num_heads}"
+        return Case((x, num_heads), about, inputs={"x": x} if grad else {})
+
+    return [
+        numbered((2, 2, 3, 4), 4, grad=True),
+        numbered((1, 3, 2, 2), 6),
+        numbered((1, 1, 2, 2), 4),
+        numbered((1, 4, 2, 2), 4),
+    ]
+
+
+REPEAT_KV = Entry(
+    "check_repeat_kv",
+    "your repeat_kv",
+    _repeat_reference,
+    _repeat_cases,
+    [
+        Mistake(
+            "the heads came out in the order 0, 1, 0, 1 (`repeat`, which tiles); "
+            "tl.MultiHeadAttention (and Hugging Face's `repeat_kv`) groups consecutive query "
+            "heads: query heads 0 and 1 read key/value head 0, heads 2 and 3 read head 1, so the "
+            "order is 0, 0, 1, 1. Hint: `x.repeat_interleave(num_heads // h_kv, dim=1)`. (Either "
+            "grouping trains, but weights copied from a checkpoint only work with the one it "
+            "used.)",
+            lambda x, n: x.repeat(1, n // x.size(1), 1, 1),
+        ),
+        Mistake(
+            "every head was repeated num_heads times (not num_heads // h_kv). Hint: each "
+            "key/value head serves num_heads // h_kv query heads.",
+            lambda x, n: x.repeat_interleave(n, dim=1),
+        ),
+    ],
+    "Hint: query head i reads key/value head i // (num_heads // h_kv): "
+    "`x.repeat_interleave(num_heads // h_kv, dim=1)`.",
+    "each key/value head serves a block of num_heads // h_kv consecutive query heads, as in "
+    "tl.MultiHeadAttention.",
+)
+
+
+# --- choosing the number of key/value heads -------------------------------------------------------
+
+
+def _kv_heads_for_budget(
+    config,
+    budget_bytes,
+    dtype,
+    bytes_of=None,
+    factor=2,
+    layers=True,
+    fits=None,
+    divides=True,
+    smallest=False,
+):
+    """The reference (its knobs write the known mistakes): the most key/value heads, a divisor of
+    ``num_heads``, whose cache grows by at most ``budget_bytes`` per token."""
+    size = bytes_of if bytes_of is not None else torch.empty((), dtype=dtype).element_size()
+    d_k = config.d_model // config.num_heads
+    per_head = factor * (config.num_layers if layers else 1) * d_k * size
+    fits = fits or (lambda need: need <= budget_bytes)
+    candidates = [
+        k
+        for k in range(1, config.num_heads + 1)
+        if (not divides or config.num_heads % k == 0) and fits(k * per_head)
+    ]
+    return (min if smallest else max)(candidates, default=0)
+
+
+def _budget_cases() -> list[Case]:
+    # d_k 16: 512 B a head in fp32
+    small = LMConfig.llama_like(100, d_model=128, num_heads=8, num_layers=4)
+    # d_k 16: 256 B a head in fp32
+    wide = LMConfig.llama_like(100, d_model=192, num_heads=12, num_layers=2)
+    # 1536: exactly 6 heads
+    exact = kv_cache_bytes_per_token(wide.replace(n_kv_heads=6), torch.float32)
+    return [
+        Case(
+            (small, 2000, torch.float32),
+            "for h=8, 4 layers, d_model=128, a budget of 2000 bytes, float32",
+        ),
+        Case(
+            (small, 2000, torch.float16),
+            "for h=8, 4 layers, d_model=128, a budget of 2000 bytes, float16",
+        ),
+        Case(
+            (wide, 1400, torch.float32),
+            "for h=12, 2 layers, d_model=192, a budget of 1400 bytes, float32",
+        ),
+        Case(
+            (wide, exact, torch.float32),
+            "for h=12, 2 layers, d_model=192, a budget of "
+            f"{exact} bytes (exactly 6 heads' cache), float32",
+        ),
+    ]
+
+
+KV_HEADS_FOR_BUDGET = Entry(
+    "check_kv_heads_for_budget",
+    "your choice",
+    _kv_heads_for_budget,
+    _budget_cases,
+    [
+        Mistake(
+            "your number does not divide num_heads: every key/value head must serve a whole "
+            "group of query heads (h % h_kv == 0), so take the largest divisor of h that fits.",
+            partial(_kv_heads_for_budget, divides=False),
+        ),
+        Mistake(
+            "you took the fewest heads (1, multi-query): it always fits, but the quality cost "
+            "grows as heads are shared; the question is the most heads the budget allows.",
+            partial(_kv_heads_for_budget, smallest=True),
+        ),
+        Mistake(
+            "you counted 4 bytes a number whatever the dtype: float16 and bfloat16 take 2. Hint: "
+            "`torch.empty((), dtype=dtype).element_size()`, or "
+            "`tl.kv_cache_bytes_per_token(config, dtype)`.",
+            partial(_kv_heads_for_budget, bytes_of=4),
+        ),
+        Mistake(
+            "you counted the keys but not the values (or the other way): the cache holds both, a "
+            "factor 2. Hint: `tl.kv_cache_bytes_per_token`.",
+            partial(_kv_heads_for_budget, factor=1),
+        ),
+        Mistake(
+            "you counted one layer: every layer keeps its own keys and values. Hint: times "
+            "num_layers.",
+            partial(_kv_heads_for_budget, layers=False),
+        ),
+        Mistake(
+            "a cache that exactly meets the budget fits too: use `<=`, not `<`.",
+            lambda config, budget, dtype: _kv_heads_for_budget(
+                config, budget, dtype, fits=lambda need: need < budget
+            ),
+        ),
+    ],
+    "Hint: try each divisor k of num_heads; the cache of k heads is `tl.kv_cache_bytes_per_token("
+    "config.replace(n_kv_heads=k), dtype)`; keep the largest within the budget.",
+    "the most key/value heads that divide h and fit the budget.",
+    pick=one_number("number of key/value heads"),
+    atol=0.0,
+    rtol=0.0,
+)
+
+ENTRIES = (RMS_NORM, ROTARY_ATTENTION, SWIGLU, REPEAT_KV, KV_HEADS_FOR_BUDGET)
+
+
+# --- the checks the notebooks call ----------------------------------------------------------------
+
+
+def check_rms_norm(module_class: type) -> CheckResult:
+    """Check the class ``MyRMSNorm(d_model, eps=1e-5)``, with a learned gain ``weight`` (shape
+    ``(d_model,)``, starting at 1) and no shift, against ``tl.RMSNorm``: ``x / sqrt(mean(x^2) + eps)
+    * weight`` over each token's features, on tokens with a large mean and tokens near zero;
+    gradients match. Returns a CheckResult: truthy when it passed; it prints as one friendly
+    paragraph."""
+    return judge(RMS_NORM, module_class)
+
+
+def check_rotary_attention(rotary_attention: Callable) -> CheckResult:
+    """Check ``rotary_attention(q, k, v, start, theta) -> (B, h, T_q, d_k)``: the queries ``(B, h,
+    T_q, d_k)`` of the tokens at positions ``start..start+T_q-1`` attend causally to the keys and
+    values ``(B, h, T_k, d_k)`` at positions ``0..T_k-1`` (``T_k = start + T_q``), queries and keys
+    rotated by their positions with frequencies ``theta^(-2i/d_k)``. Either pair layout passes
+    (interleaved or rotate-half) and the message names it. Returns a CheckResult: truthy when it
+    passed; it prints as one friendly paragraph."""
+    return judge(ROTARY_ATTENTION, rotary_attention)
+
+
+def check_swiglu(module_class: type) -> CheckResult:
+    """Check the class ``MySwiGLU(d_model, d_ff)`` with bias-free ``gate``, ``up`` (d_model -> d_ff)
+    and ``down`` (d_ff -> d_model) against the library's SwiGLU feed-forward ``down(silu(gate(x)) *
+    up(x))`` holding the same weights; gradients match. Returns a CheckResult: truthy when it
+    passed; it prints as one friendly paragraph."""
+    return judge(SWIGLU, module_class)
+
+
+def check_repeat_kv(repeat_kv: Callable) -> CheckResult:
+    """Check ``repeat_kv(x (B, h_kv, T, d), num_heads) -> (B, num_heads, T, d)``: query head ``i``
+    reads key/value head ``i // (num_heads // h_kv)``, the grouping of ``tl.MultiHeadAttention``.
+    Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    return judge(REPEAT_KV, repeat_kv)
+
+
+def check_kv_heads_for_budget(kv_heads_for_budget: Callable) -> CheckResult:
+    """Check ``kv_heads_for_budget(config: LMConfig, budget_bytes: int, dtype) -> int``: the largest
+    number of key/value heads that divides ``config.num_heads`` and whose KV cache grows by at most
+    ``budget_bytes`` per token in ``dtype``. Returns a CheckResult: truthy when it passed; it prints
+    as one friendly paragraph."""
+    return judge(KV_HEADS_FOR_BUDGET, kv_heads_for_budget)
+
+
+# --- the exercises --------------------------------------------------------------------------------
+
+EXERCISES = [
+    Exercise("13", "1", "MyRMSNorm", "RMSNorm from scratch", "check_rms_norm"),
+    Exercise(
+        "13",
+        "2",
+        "my_rotary_attention",
+        "rotary positions in (cached) causal attention",
+        "check_rotary_attention",
+    ),
+    Exercise("13", "3", "MySwiGLU", "the SwiGLU feed-forward", "check_swiglu"),
+    Exercise(
+        "13",
+        "4",
+        "my_repeat_kv",
+        "key/value heads repeated for grouped-query attention",
+        "check_repeat_kv",
+    ),
+    Exercise(
+        "13",
+        "5",
+        "my_kv_heads_for_budget",
+        "choose the key/value heads for a KV-cache budget",
+        "check_kv_heads_for_budget",
+    ),
+]
+
+QUESTIONS = [Question("13", "6", "which runs separate the switches of the modern block")]

@@ -1,0 +1,584 @@
+"""``python -m transformer_lib.training.experiments``: the paper's Table 3 (variations of the base
+model) at laptop scale.
+
+Every row of the grid changes one thing of a small base model, in the spirit of the paper's groups:
+(A) the number of heads at constant compute, (B) a smaller key width ``d_k``, (C) depth, width and
+``d_ff``, (D) dropout and label smoothing, (E) learned positional embeddings instead of sinusoids.
+Each row trains for several seeds on the same data
+(:class:`~transformer_lib.training.data.StringProgramTask`) for the same number of steps, with the
+library's :class:`~transformer_lib.training.train.Trainer`, and is scored on the task's held-out
+validation split (the dev set; its test split is never read here) by per-token perplexity, as the
+paper's Table 3 does, and by exact match of greedy decoding.
+
+Each finished run is appended to a CSV file at once (``results/table3.csv``), and runs already in
+the file are skipped, so an interrupted grid (Ctrl-C) resumes where it stopped. ``--device cuda``
+runs a bigger grid (wider model, more steps), recorded in the ``grid`` column; the two grids are
+never mixed in one summary.
+"""
+
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from ..applications.decode import exact_match
+from ..model.transformer import Transformer, TransformerConfig, count_parameters, head_width
+from .data import StringProgramTask, make_batch
+from .runtime import pick_device
+from .train import CPU_RECIPE, TrainingRecipe, make_trainer, perplexity
+
+__all__ = [
+    "Row",
+    "Grid",
+    "GRIDS",
+    "PAPER_TABLE3",
+    "paper_counterpart",
+    "COLUMNS",
+    "COMMITTED_CSV",
+    "PAPER_CSV",
+    "read_csv",
+    "evaluate",
+    "run_one",
+    "run_grid",
+    "read_results",
+    "summarise",
+    "spread_vs_noise",
+    "main",
+]
+
+# where the command line writes, from the repository's root
+DEFAULT_CSV = Path("results/table3.csv")
+# the committed results of a source checkout
+COMMITTED_CSV = Path(__file__).resolve().parents[2] / DEFAULT_CSV
+
+# The CSV's columns, in order. ``d_k`` is the per-head key width; ``wall_s`` is training plus
+# evaluation, and ``cpu_s`` the CPU time the process spent on it (on a shared machine wall time
+# grows with the others' load).
+COLUMNS = [
+    "grid",
+    "group",
+    "config",
+    "seed",
+    "N",
+    "d_model",
+    "d_ff",
+    "h",
+    "d_k",
+    "P_drop",
+    "eps_ls",
+    "positional",
+    "parameters",
+    "steps",
+    "batch_size",
+    "wall_s",
+    "cpu_s",
+    "device",
+    "threads",
+    "dev_loss",
+    "dev_ppl",
+    "exact_match",
+    "gen_exact_match",
+]
+
+# Changes a row may make to the base: fields of TransformerConfig, and the recipe's eps_ls.
+_ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "eps_ls", "positional"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration: a name for the table, its Table 3 group, and what it changes in the base
+    model.
+
+    ``changes`` keys (fields of :class:`~transformer_lib.TransformerConfig`): ``num_layers`` (N),
+    ``d_model``, ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width; values keep
+    ``d_v = d_model // h``), ``dropout`` (P_drop), ``positional`` (``"learned"`` or
+    ``"sinusoidal"``); and ``eps_ls``, the label smoothing of the training recipe
+    (:class:`~transformer_lib.training.train.TrainingRecipe`).
+    """
+
+    name: str
+    group: str
+    changes: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name or "," in self.name:
+            raise ValueError(
+                f"a row's name must be a non-empty string without commas, got {self.name!r}"
+            )
+        if not isinstance(self.changes, dict):
+            raise TypeError(f"a row's changes must be a dict, got {type(self.changes).__name__}")
+        unknown = set(self.changes) - _ROW_KEYS
+        if unknown:
+            raise ValueError(
+                f"row {self.name!r}: unknown change(s) {sorted(unknown)}; allowed: "
+                f"{sorted(_ROW_KEYS)}"
+            )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A base model, the rows that vary it, the seeds, and the training budget every run gets."""
+
+    name: str
+    base: dict
+    rows: tuple[Row, ...]
+    seeds: tuple[int, ...] = (0, 1, 2)
+    steps: int = 1000
+    batch_size: int = 64
+    lr: float = 3e-3
+    warmup: int = 100
+
+    def row(self, name: str) -> Row:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise ValueError(
+            f"grid {self.name!r} has no row {name!r}; rows: {[r.name for r in self.rows]}"
+        )
+
+
+def _rows(d_model: int, h: int, d_ff: int, num_layers: int, full: bool) -> tuple[Row, ...]:
+    """The Table 3 groups around a base of width ``d_model``, ``h`` heads, ``d_ff`` and
+    ``num_layers``.
+
+    ``full=False`` keeps one or two rows per group (the CPU grid: 13 rows), ``full=True`` all 17.
+    """
+    d_k = d_model // h
+    rows = [
+        (True, Row("base", "base")),
+        # (A) heads at constant compute: d_k = d_v = d_model / h, so the attention's cost stays the
+        # same.
+        (True, Row("A h=1", "A", {"num_heads": 1})),
+        (False, Row(f"A h={2 * h}", "A", {"num_heads": 2 * h})),
+        (True, Row(f"A h={4 * h}", "A", {"num_heads": 4 * h})),
+        # (B) a smaller key width, everything else as the base.
+        (True, Row(f"B d_k={d_k // 4}", "B", {"d_k": d_k // 4})),
+        (False, Row(f"B d_k={d_k // 2}", "B", {"d_k": d_k // 2})),
+        # (C) depth, width (d_k = d_model / h follows the width) and d_ff.
+        (True, Row(f"C N={num_layers // 2}", "C", {"num_layers": num_layers // 2})),
+        (True, Row(f"C N={2 * num_layers}", "C", {"num_layers": 2 * num_layers})),
+        (True, Row(f"C d_model={d_model // 2}", "C", {"d_model": d_model // 2})),
+        (True, Row(f"C d_model={2 * d_model}", "C", {"d_model": 2 * d_model})),
+        (False, Row(f"C d_ff={d_ff // 4}", "C", {"d_ff": d_ff // 4})),
+        (True, Row(f"C d_ff={4 * d_ff}", "C", {"d_ff": 4 * d_ff})),
+        # (D) regularisation.
+        (True, Row("D P_drop=0.0", "D", {"dropout": 0.0})),
+        (False, Row("D P_drop=0.2", "D", {"dropout": 0.2})),
+        (True, Row("D eps_ls=0.0", "D", {"eps_ls": 0.0})),
+        (True, Row("D eps_ls=0.2", "D", {"eps_ls": 0.2})),
+        # (E) positions.
+        (True, Row("E learned positions", "E", {"positional": "learned"})),
+    ]
+    return tuple(row for in_small, row in rows if full or in_small)
+
+
+# The base keeps the paper's P_drop = eps_ls = 0.1 and post-LN, at a width and depth that trains on
+# a CPU.
+GRIDS: dict[str, Grid] = {
+    "cpu": Grid(
+        "cpu",
+        base=dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, dropout=0.1, eps_ls=0.1),
+        rows=_rows(64, 4, 256, 2, full=False),
+        steps=200,
+        batch_size=32,
+        warmup=40,
+    ),
+    "cuda": Grid(
+        "cuda",
+        base=dict(d_model=256, num_heads=8, d_ff=1024, num_layers=4, dropout=0.1, eps_ls=0.1),
+        rows=_rows(256, 8, 1024, 4, full=True),
+        steps=4000,
+        batch_size=128,
+        lr=1e-3,
+        warmup=400,
+    ),
+}
+
+
+def read_csv(
+    path: str | os.PathLike, types: dict[str, type], columns: Sequence[str] | None = None
+) -> list[dict]:
+    """The one reader of the CSV files under ``results/``: every row as a dict, its values
+    converted.
+
+    Args:
+        path: the CSV file (a header line, then one line per row).
+        types: column -> ``int``, ``float`` or ``str``; an empty cell becomes ``None``; other
+        columns stay text. columns: the header the file must have, in order (``None``: any); a
+        ValueError names both otherwise.
+    Returns the rows in file order.
+    """
+    with Path(path).open(newline="") as f:
+        reader = csv.DictReader(f)
+        if columns is not None and reader.fieldnames != list(columns):
+            raise ValueError(
+                f"{os.fspath(path)!r} has columns {reader.fieldnames}, expected {list(columns)}"
+            )
+        rows = list(reader)
+    for row in rows:
+        for key, kind in types.items():
+            row[key] = None if row[key] == "" else kind(row[key])
+    return rows
+
+
+# "Attention Is All You Need" (Vaswani, Shazeer, Parmar, Uszkoreit, Jones, Gomez, Kaiser,
+# Polosukhin, 2017), Table 3: variations on the base model, English-to-German newstest2013 (the dev
+# set). Perplexities are per wordpiece. Blank cells of the paper's table are "as the base model"; an
+# empty cell where the paper gives no number. The data lives in results/paper_table3.csv: our row
+# name -> the paper's row, keyed by its columns.
+PAPER_CSV = COMMITTED_CSV.with_name("paper_table3.csv")
+_PAPER_TYPES = {
+    "N": int,
+    "d_model": int,
+    "d_ff": int,
+    "h": int,
+    "d_k": int,
+    "d_v": int,
+    "P_drop": float,
+    "eps_ls": float,
+    "train_steps": str,
+    "PPL_dev": float,
+    "BLEU_dev": float,
+    "params_M": int,
+}
+PAPER_TABLE3: dict[str, dict] = {
+    row.pop("row"): row for row in read_csv(PAPER_CSV, _PAPER_TYPES, ["row", *_PAPER_TYPES])
+}
+
+
+# Which column of the paper's table each change of a row moves.
+_PAPER_FIELDS = {
+    "num_layers": "N",
+    "d_model": "d_model",
+    "d_ff": "d_ff",
+    "num_heads": "h",
+    "d_k": "d_k",
+    "dropout": "P_drop",
+    "eps_ls": "eps_ls",
+}
+
+
+def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
+    """The row of :data:`PAPER_TABLE3` that makes the same change as ``row`` does to its base: the
+    same group, the same column moved the same way (up, down, to zero), and of those the closest
+    ratio to the base's value. ``"base"`` for the base row; None when the paper has no such row (a
+    change of several columns, say)."""
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+    if not row.changes:
+        return "base"
+    if row.changes == {"positional": "learned"}:
+        return "E learned positions"
+    if len(row.changes) != 1 or next(iter(row.changes)) not in _PAPER_FIELDS:
+        return None
+    ((key, value),) = row.changes.items()
+    ours = value / ({"d_k": grid.base["d_model"] // grid.base["num_heads"]} | grid.base)[key]
+    column, paper_base = _PAPER_FIELDS[key], PAPER_TABLE3["base"]
+    best, best_distance = None, math.inf
+    for name, paper in PAPER_TABLE3.items():
+        if name[0] != row.group or paper[column] == paper_base[column]:
+            continue
+        theirs = paper[column] / paper_base[column]
+        if (ours == 0) != (theirs == 0) or (ours > 1) != (theirs > 1):
+            continue
+        distance = 0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs))
+        if distance < best_distance:
+            best, best_distance = name, distance
+    return best
+
+
+def _config(
+    grid: Grid, row: Row, vocab_size: int, pad_id: int, max_len: int = 64
+) -> TransformerConfig:
+    """The row's :class:`TransformerConfig`: the grid's base with the row's changes (``d_k``
+    included), less ``eps_ls``, which is the recipe's (:func:`_recipe`)."""
+    fields = {key: value for key, value in {**grid.base, **row.changes}.items() if key != "eps_ls"}
+    return TransformerConfig(vocab_size, vocab_size, max_len=max_len, pad_id=pad_id, **fields)
+
+
+def _recipe(grid: Grid, row: Row) -> TrainingRecipe:
+    """The row's :class:`~transformer_lib.training.train.TrainingRecipe`: the grid's budget, its
+    eps_ls."""
+    eps_ls = row.changes.get("eps_ls", grid.base.get("eps_ls", CPU_RECIPE.eps_ls))
+    return TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, eps_ls)
+
+
+def evaluate(
+    model: Transformer, pairs: Sequence[tuple[str, str]], vocab, batch_size: int = 500
+) -> tuple[float, float]:
+    """Teacher-forced cross-entropy (no label smoothing) per target token on ``pairs``, and its
+    perplexity ``exp(loss)`` (:func:`~transformer_lib.training.train.perplexity`): the paper's
+    "perplexity per wordpiece", here per character (``<eos>`` included)."""
+    batches = (
+        make_batch(pairs[start : start + batch_size], vocab)
+        for start in range(0, len(pairs), batch_size)
+    )
+    ppl = perplexity(model, batches)
+    return math.log(ppl), ppl
+
+
+def run_one(
+    grid: Grid,
+    row: Row,
+    seed: int,
+    task: StringProgramTask | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+) -> dict:
+    """Train one row for one seed on the grid's budget and return its CSV row (a dict over
+    :data:`COLUMNS`).
+
+    The same path as :func:`~transformer_lib.training.train.train_task`
+    (:func:`~transformer_lib.training.train.make_trainer`, then :meth:`Trainer.fit`) on the grid's
+    budget and the row's label smoothing. Scores come from ``task.valid_pairs`` and
+    ``task.generalisation_pairs``.
+    """
+    task = task if task is not None else StringProgramTask()
+    config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+    recipe = _recipe(grid, row)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    trainer = make_trainer(config, recipe, seed, device)
+    model = trainer.model
+    trainer.fit(
+        lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress
+    )
+    dev_loss, dev_ppl = evaluate(model, task.valid_pairs, task.vocab)
+    match = exact_match(model, task.valid_pairs, task.vocab)
+    gen_match = (
+        exact_match(model, task.generalisation_pairs, task.vocab)
+        if task.generalisation_pairs
+        else float("nan")
+    )
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    return {
+        "grid": grid.name,
+        "group": row.group,
+        "config": row.name,
+        "seed": seed,
+        "N": config.num_layers,
+        "d_model": config.d_model,
+        "d_ff": config.d_ff,
+        "h": config.num_heads,
+        "d_k": head_width(config),
+        "P_drop": config.dropout,
+        "eps_ls": recipe.eps_ls,
+        "positional": config.positional,
+        "parameters": count_parameters(model)["total"],
+        "steps": grid.steps,
+        "batch_size": grid.batch_size,
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "device": torch.device(device).type,
+        "threads": torch.get_num_threads(),
+        "dev_loss": round(dev_loss, 4),
+        "dev_ppl": round(dev_ppl, 4),
+        "exact_match": round(match, 4),
+        "gen_exact_match": round(gen_match, 4),
+    }
+
+
+_RESULT_TYPES = {
+    key: int
+    for key in (
+        "seed",
+        "N",
+        "d_model",
+        "d_ff",
+        "h",
+        "d_k",
+        "parameters",
+        "steps",
+        "batch_size",
+        "threads",
+    )
+} | {
+    key: float
+    for key in (
+        "P_drop",
+        "eps_ls",
+        "wall_s",
+        "cpu_s",
+        "dev_loss",
+        "dev_ppl",
+        "exact_match",
+        "gen_exact_match",
+    )
+}
+
+
+def read_results(path: str | os.PathLike = DEFAULT_CSV) -> list[dict]:
+    """The rows of a results CSV (:data:`COLUMNS`), numbers converted; an empty list when the file
+    does not exist."""
+    return read_csv(path, _RESULT_TYPES, COLUMNS) if Path(path).exists() else []
+
+
+def _append(path: Path, result: dict) -> None:
+    """Append one run to the CSV (writing the header first in a new file) and flush it to disk at
+    once."""
+    new = not path.exists() or path.stat().st_size == 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow(result)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def run_grid(
+    grid: Grid | str = "cpu",
+    path: str | os.PathLike = DEFAULT_CSV,
+    device: torch.device | str = "cpu",
+    rows: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> list[dict]:
+    """Train every (row, seed) of ``grid`` not yet in ``path`` and append each result as it
+    finishes.
+
+    ``rows`` and ``seeds`` select a part of the grid (names as in ``grid.rows``). Returns the new
+    results.
+    """
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+    path = Path(path)
+    selected = [grid.row(name) for name in rows] if rows is not None else list(grid.rows)
+    seeds = tuple(seeds) if seeds is not None else grid.seeds
+    done = {(r["grid"], r["config"], r["seed"]) for r in read_results(path)}
+    task = StringProgramTask()
+    pending = [
+        (row, seed) for row in selected for seed in seeds if (grid.name, row.name, seed) not in done
+    ]
+    skipped = len(selected) * len(seeds) - len(pending)
+    if skipped:
+        log(f"{skipped} run(s) already in {os.fspath(path)}: skipped")
+    results = []
+    bar = tqdm(pending, desc=f"grid {grid.name}", unit="run", disable=not progress, mininterval=1.0)
+    for row, seed in bar:
+        bar.set_postfix_str(f"{row.name} seed {seed}", refresh=False)
+        result = run_one(grid, row, seed, task, device)
+        _append(path, result)
+        results.append(result)
+    bar.close()
+    return results
+
+
+def summarise(results: Iterable[dict], grid: str = "cpu", metric: str = "dev_ppl") -> list[dict]:
+    """Per configuration of ``grid`` (in the grid's order): the seeds, mean, sample standard
+    deviation, min and max of ``metric``, and the mean parameters and wall time."""
+    by_config: dict[str, list[dict]] = {}
+    for r in results:
+        if r["grid"] == grid:
+            by_config.setdefault(r["config"], []).append(r)
+    order = {row.name: i for i, row in enumerate(GRIDS[grid].rows)} if grid in GRIDS else {}
+    summary = []
+    for name in sorted(by_config, key=lambda n: order.get(n, len(order))):
+        runs = by_config[name]
+        values = [r[metric] for r in runs]
+        summary.append(
+            {
+                "config": name,
+                "group": runs[0]["group"],
+                "seeds": len(runs),
+                "mean": statistics.fmean(values),
+                "std": statistics.stdev(values) if len(values) > 1 else float("nan"),
+                "min": min(values),
+                "max": max(values),
+                "parameters": runs[0]["parameters"],
+                "wall_s": statistics.fmean(r["wall_s"] for r in runs),
+                "exact_match": statistics.fmean(r["exact_match"] for r in runs),
+            }
+        )
+    return summary
+
+
+def spread_vs_noise(summary: Sequence[dict]) -> dict:
+    """The grid's spread (worst row mean minus best row mean) against the typical seed-to-seed noise
+    (the median of the rows' standard deviations), and their ratio."""
+    rows = [s for s in summary if s["seeds"] > 1]
+    if len(rows) < 2:
+        raise ValueError(
+            "spread_vs_noise needs at least two configurations with two or more seeds each"
+        )
+    best, worst = min(rows, key=lambda s: s["mean"]), max(rows, key=lambda s: s["mean"])
+    noise = statistics.median(s["std"] for s in rows)
+    spread = worst["mean"] - best["mean"]
+    return {
+        "best": best["config"],
+        "worst": worst["config"],
+        "spread": spread,
+        "seed_std": noise,
+        "ratio": spread / noise if noise > 0 else float("inf"),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer_lib.training.experiments",
+        description="Train the Table 3 grid (resumable: runs already in the CSV are skipped).",
+    )
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="cpu or cuda (default: the best available); cuda runs the bigger 'cuda' grid",
+    )
+    parser.add_argument(
+        "--out", default=os.fspath(DEFAULT_CSV), help="results CSV (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--rows", nargs="+", default=None, help="only these rows (names as in the CSV)"
+    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=None, help="only these seeds")
+    parser.add_argument(
+        "--grid",
+        choices=sorted(GRIDS),
+        default=None,
+        help="which grid (default: 'cuda' on a cuda device, else 'cpu')",
+    )
+    args = parser.parse_args(argv)
+    try:
+        device = pick_device(args.device)
+    except ValueError as exc:
+        parser.error(str(exc))
+    grid = args.grid or ("cuda" if device.type == "cuda" else "cpu")
+    started = time.perf_counter()
+    try:
+        new = run_grid(grid, args.out, device, args.rows, args.seeds)
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted; finished runs are in {args.out}: run the same command again to resume"
+        )
+        return 130
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(
+        f"{len(new)} run(s) in {time.perf_counter() - started:.0f} s on {device.type}, appended to "
+        f"{args.out}"
+    )
+    summary = summarise(read_results(args.out), grid)
+    if summary:
+        for s in summary:
+            print(
+                f"{s['config']:<22} dev PPL {s['mean']:.3f} ± {s['std']:.3f} ({s['seeds']} seeds)"
+            )
+        if sum(s["seeds"] > 1 for s in summary) >= 2:
+            sv = spread_vs_noise(summary)
+            print(
+                f"spread {sv['spread']:.3f} ({sv['best']} .. {sv['worst']}) = {sv['ratio']:.1f} x "
+                f"seed std "
+                f"{sv['seed_std']:.3f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
