@@ -285,7 +285,9 @@ def check_bad_sources(page, cell, control, notebook: str) -> list[dict]:
     box = control.locator("input")
     good = box.input_value()
     seen = []
-    bad = BAD_SOURCES | (CHARACTER_VOCAB_SOURCES if notebook.startswith(CHARACTER_VOCAB_NOTEBOOKS) else {})
+    bad = BAD_SOURCES | (
+        CHARACTER_VOCAB_SOURCES if notebook.startswith(CHARACTER_VOCAB_NOTEBOOKS) else {}
+    )
     for text, words in bad.items():
         box.fill(text)
         box.press("Enter")

@@ -44,7 +44,12 @@ class LengthBatches:
     """
 
     def __init__(
-        self, pairs: Sequence[tuple[str, str]], vocab, max_tokens: int, seed: int = 0, by_length: bool = True
+        self,
+        pairs: Sequence[tuple[str, str]],
+        vocab,
+        max_tokens: int,
+        seed: int = 0,
+        by_length: bool = True,
     ):
         check_positive_ints(max_tokens=max_tokens)
         if not isinstance(by_length, bool):
@@ -52,14 +57,30 @@ class LengthBatches:
         if not pairs:
             raise ValueError("LengthBatches needs at least one (source, target) pair")
         for pair in pairs:
-            if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
-                raise TypeError(f"LengthBatches takes (source text, target text) pairs, got an element {pair!r}")
+            if not (
+                isinstance(pair, tuple | list)
+                and len(pair) == 2
+                and all(isinstance(t, str) for t in pair)
+            ):
+                raise TypeError(
+                    f"LengthBatches takes (source text, target text) pairs, got an element {pair!r}"
+                )
         self.pairs, self.vocab, self.max_tokens, self.seed = list(pairs), vocab, max_tokens, seed
         self.by_length = by_length
-        encode_all = getattr(vocab, "encode_batch", None) or (lambda texts: [vocab.encode(t) for t in texts])
-        self.src_lengths = [len(ids) for ids in encode_all([s for s, _ in self.pairs])]  # S of each pair alone
-        self.tgt_lengths = [len(ids) + 1 for ids in encode_all([t for _, t in self.pairs])]  # T: + <bos> or <eos>
-        too_long = [i for i in range(len(self.pairs)) if self.src_lengths[i] + self.tgt_lengths[i] > max_tokens]
+        encode_all = getattr(vocab, "encode_batch", None) or (
+            lambda texts: [vocab.encode(t) for t in texts]
+        )
+        self.src_lengths = [
+            len(ids) for ids in encode_all([s for s, _ in self.pairs])
+        ]  # S of each pair alone
+        self.tgt_lengths = [
+            len(ids) + 1 for ids in encode_all([t for _, t in self.pairs])
+        ]  # T: + <bos> or <eos>
+        too_long = [
+            i
+            for i in range(len(self.pairs))
+            if self.src_lengths[i] + self.tgt_lengths[i] > max_tokens
+        ]
         if too_long:
             i = max(too_long, key=lambda j: self.src_lengths[j] + self.tgt_lengths[j])
             raise ValueError(
@@ -67,7 +88,9 @@ class LengthBatches:
                 f"{self.pairs[i]!r}, costs {self.src_lengths[i]} source + {self.tgt_lengths[i]} target tokens: raise "
                 f"max_tokens to at least {self.src_lengths[i] + self.tgt_lengths[i]} or leave such pairs out"
             )
-        self._plans: dict[int, list[list[int]]] = {}  # the last epoch planned (recomputed when asked again)
+        self._plans: dict[
+            int, list[list[int]]
+        ] = {}  # the last epoch planned (recomputed when asked again)
         self._epoch_starts = [0]  # step at which epoch e starts, for the epochs planned so far
 
     def plan(self, epoch: int) -> list[list[int]]:
@@ -79,11 +102,15 @@ class LengthBatches:
         order = list(range(len(self.pairs)))
         rng.shuffle(order)
         if self.by_length:
-            order.sort(key=lambda i: (self.src_lengths[i], self.tgt_lengths[i]))  # stable: ties keep the shuffle
+            order.sort(
+                key=lambda i: (self.src_lengths[i], self.tgt_lengths[i])
+            )  # stable: ties keep the shuffle
         plan, batch, longest_src, longest_tgt = [], [], 0, 0
         for i in order:
             src, tgt = max(longest_src, self.src_lengths[i]), max(longest_tgt, self.tgt_lengths[i])
-            if batch and (len(batch) + 1) * (src + tgt) > self.max_tokens:  # adding pair i would overflow
+            if (
+                batch and (len(batch) + 1) * (src + tgt) > self.max_tokens
+            ):  # adding pair i would overflow
                 plan.append(batch)
                 batch, src, tgt = [], self.src_lengths[i], self.tgt_lengths[i]
             batch.append(i)
@@ -110,7 +137,9 @@ class LengthBatches:
         """``(epoch, index of the batch within it)`` of training step ``step`` (steps count from 0)."""
         check_non_negative_ints(step=step)
         while self._epoch_starts[-1] <= step:  # plan epochs until one ends after this step
-            self._epoch_starts.append(self._epoch_starts[-1] + self.num_batches(len(self._epoch_starts) - 1))
+            self._epoch_starts.append(
+                self._epoch_starts[-1] + self.num_batches(len(self._epoch_starts) - 1)
+            )
         epoch = max(e for e, start in enumerate(self._epoch_starts) if start <= step)
         return epoch, step - self._epoch_starts[epoch]
 
