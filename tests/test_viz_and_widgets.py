@@ -483,7 +483,7 @@ def test_attention_explorer_reads_a_subword_vocab_with_readable_labels():
     """Notebook 12: the explorer on the shipped English-French model and its byte-level BPE vocabulary. Labels
     are the pieces' text with · for a leading space (never BPE's raw Ġ); bad sources get a message in the cell;
     a snapshot restores the same widget, and its frames are what it draws."""
-    from transformer_lib import translation
+    from transformer_lib.applications import translation
 
     model, vocab = translation.load_translator(translation.shipped_model_dir())
     explorer = widgets.AttentionExplorer(
