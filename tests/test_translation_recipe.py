@@ -29,7 +29,9 @@ def corpus() -> TatoebaCorpus:
 def run(tmp_path_factory, corpus):
     """A folder trained for a couple of seconds, and its trainer."""
     folder = tmp_path_factory.mktemp("run")
-    trainer = translation.train(folder, RECIPE, corpus=corpus, progress=False, checkpoint_seconds=0.5)
+    trainer = translation.train(
+        folder, RECIPE, corpus=corpus, progress=False, checkpoint_seconds=0.5
+    )
     return folder, trainer
 
 
@@ -38,7 +40,13 @@ SENTENCES = ["I am happy.", "Where is the station?", "Tom likes cats."]
 
 def test_train_writes_a_resumable_run_with_its_vocabulary_and_valid_curve(run):
     folder, trainer = run
-    for name in ("tokenizer.json", "recipe.json", "checkpoint.pt", "training_log.json", "weights_0.01min.pt"):
+    for name in (
+        "tokenizer.json",
+        "recipe.json",
+        "checkpoint.pt",
+        "training_log.json",
+        "weights_0.01min.pt",
+    ):
         assert (folder / name).is_file(), name
     log = json.loads((folder / "training_log.json").read_text())
     assert trainer.step > 0 and log["train_seconds"] >= RECIPE.minutes * 60
@@ -51,7 +59,9 @@ def test_train_writes_a_resumable_run_with_its_vocabulary_and_valid_curve(run):
 def test_checkpoint_loads_back_to_the_same_translations(run):
     folder, trainer = run
     model, vocab = translation.load_translator(folder)
-    assert translation.translate(model, vocab, SENTENCES) == translation.translate(trainer.model, vocab, SENTENCES)
+    assert translation.translate(model, vocab, SENTENCES) == translation.translate(
+        trainer.model, vocab, SENTENCES
+    )
     assert translation.translate(model, vocab, SENTENCES, beam_width=3) == translation.translate(
         trainer.model, vocab, SENTENCES, beam_width=3
     )
@@ -64,9 +74,14 @@ def test_resume_continues_the_step_count_and_refuses_another_recipe(tmp_path, co
     for name in ("tokenizer.json", "recipe.json", "checkpoint.pt", "training_log.json"):
         (resumed_folder / name).write_bytes((folder / name).read_bytes())
     before = torch.load(folder / "checkpoint.pt", weights_only=True)["step"]
-    trainer = translation.train(resumed_folder, RECIPE.replace(minutes=0.05), corpus=corpus, progress=False)
+    trainer = translation.train(
+        resumed_folder, RECIPE.replace(minutes=0.05), corpus=corpus, progress=False
+    )
     assert trainer.step > before
-    assert trainer.history.loss[:before] == torch.load(folder / "checkpoint.pt", weights_only=True)["history"]["loss"]
+    assert (
+        trainer.history.loss[:before]
+        == torch.load(folder / "checkpoint.pt", weights_only=True)["history"]["loss"]
+    )
     with pytest.raises(ValueError, match="another recipe"):
         translation.train(resumed_folder, RECIPE.replace(d_model=64), corpus=corpus, progress=False)
 
@@ -77,16 +92,25 @@ def test_translate_detokenises_and_keeps_the_order(run):
     one_by_one = [translation.translate(model, vocab, [s])[0] for s in SENTENCES]
     assert translation.translate(model, vocab, SENTENCES, batch_size=2) == one_by_one
     for text in one_by_one:  # plain text: no byte-level markers, no special tokens
-        assert isinstance(text, str) and "Ġ" not in text and "<eos>" not in text and "<pad>" not in text
+        assert (
+            isinstance(text, str)
+            and "Ġ" not in text
+            and "<eos>" not in text
+            and "<pad>" not in text
+        )
 
 
 def test_translate_bad_input_gives_a_result_or_a_clear_error(run):
     folder, _ = run
     model, vocab = translation.load_translator(folder)
-    out = translation.translate(model, vocab, ["", "   ", "Ωμέγα ☃ 日本語", "Tom a dit «привет» 🙂", "I am."])
+    out = translation.translate(
+        model, vocab, ["", "   ", "Ωμέγα ☃ 日本語", "Tom a dit «привет» 🙂", "I am."]
+    )
     assert out[0] == "" and out[1] == ""  # nothing to translate: no model call, no error
     assert all(isinstance(text, str) for text in out)
-    with pytest.raises(ValueError, match=r"sentence 1 is \d+ tokens long; this model reads at most max_len=128"):
+    with pytest.raises(
+        ValueError, match=r"sentence 1 is \d+ tokens long; this model reads at most max_len=128"
+    ):
         translation.translate(model, vocab, ["Hi.", "word " * 200])
     with pytest.raises(TypeError, match="got one str; wrap it"):
         translation.translate(model, vocab, "I am happy.")
@@ -98,7 +122,10 @@ def test_translate_bad_input_gives_a_result_or_a_clear_error(run):
 
 def test_command_line_translates_and_reports_bad_input_in_one_line(run, capsys):
     folder, _ = run
-    assert translation.main(["translate", "--folder", str(folder), "--beam", "0", "I am happy.", ""]) == 0
+    assert (
+        translation.main(["translate", "--folder", str(folder), "--beam", "0", "I am happy.", ""])
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and lines[1] == ""
     assert translation.main(["translate", "--folder", str(folder), "word " * 200]) == 2
@@ -111,8 +138,14 @@ def test_command_line_translates_and_reports_bad_input_in_one_line(run, capsys):
 def test_bleu_and_chrf_helpers_are_sacrebleus_corpus_scores():
     hypotheses = ["Le chat est sur le tapis.", "Je suis content !", "Il pleut."]
     references = ["Le chat est sur le tapis.", "Je suis heureux.", "Il pleut beaucoup."]
-    assert translation.corpus_bleu(hypotheses, references) == sacrebleu.corpus_bleu(hypotheses, [references]).score
-    assert translation.corpus_chrf(hypotheses, references) == sacrebleu.corpus_chrf(hypotheses, [references]).score
+    assert (
+        translation.corpus_bleu(hypotheses, references)
+        == sacrebleu.corpus_bleu(hypotheses, [references]).score
+    )
+    assert (
+        translation.corpus_chrf(hypotheses, references)
+        == sacrebleu.corpus_chrf(hypotheses, [references]).score
+    )
     assert translation.corpus_bleu(references, references) == pytest.approx(100.0)
     with pytest.raises(ValueError, match="one reference per hypothesis, got 2 and 3"):
         translation.corpus_bleu(hypotheses[:2], references)
@@ -149,7 +182,9 @@ def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
     metrics = json.loads((folder / "metrics.json").read_text())
     model, vocab = translation.load_translator(folder)
     assert (folder / "weights.pt").stat().st_size < 5_000_000
-    out = translation.translate(model, vocab, ["I am hungry.", "Where is the station?", "Thank you very much."])
+    out = translation.translate(
+        model, vocab, ["I am hungry.", "Where is the station?", "Thank you very much."]
+    )
     assert all(text and text[-1] in ".?!" for text in out), out
     subset = metrics["subset"]
     test = TatoebaCorpus().test_pairs[:subset]
@@ -157,11 +192,32 @@ def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
     assert bleu == pytest.approx(metrics[f"greedy_bleu_first_{subset}"], abs=0.01)
 
 
+def test_shipped_models_whole_test_split_scores_are_its_metrics():
+    """Notebook 12 decodes all 1,000 test pairs and prints metrics.json's figures: they must be what the model
+    scores (greedy, beam 4 with length penalty 0.6, and the copy baseline), to the printed 2 decimals."""
+    folder = translation.shipped_model_dir()
+    metrics = json.loads((folder / "metrics.json").read_text())
+    model, vocab = translation.load_translator(folder)
+    test = TatoebaCorpus().test_pairs
+    assert len(test) == metrics["test_pairs"]
+    for name, width in (("greedy", None), ("beam4", 4)):
+        scores = translation.score_split(model, vocab, test, beam_width=width, length_penalty=0.6)
+        assert (
+            round(scores["bleu"], 2) == metrics[name]["bleu"]
+            and round(scores["chrf"], 2) == metrics[name]["chrf"]
+        )
+    sources, references = [s for s, _ in test], [t for _, t in test]
+    assert round(translation.corpus_bleu(sources, references), 2) == metrics["copy_source"]["bleu"]
+
+
 def test_bench_measures_training_tokens_per_second_of_both_cpu_recipes():
     from transformer_lib import bench
 
     rows = bench.training_throughput(torch.device("cpu"), steps=1, translation_pairs=200)
-    assert [row["task"] for row in rows] == ["date task (cpu_tiny)", "English-French (translation.CPU_RECIPE)"]
+    assert [row["task"] for row in rows] == [
+        "date task (cpu_tiny)",
+        "English-French (translation.CPU_RECIPE)",
+    ]
     assert all(row["tokens_per_s"] > 0 and row["s_per_step"] > 0 for row in rows)
 
 

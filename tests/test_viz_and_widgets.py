@@ -17,7 +17,9 @@ from transformer_lib import viz, widgets
 def test_every_plot_returns_a_figure():
     weights = torch.softmax(torch.randn(4, 5, 6), -1)
     task = tl.CopyTask(num_test=5)
-    trainer_history = tl.train.History(loss=[3.0, 2.0, 1.0] * 10, token_accuracy=[0.1, 0.5, 0.9] * 10, lr=[1e-3] * 30)
+    trainer_history = tl.train.History(
+        loss=[3.0, 2.0, 1.0] * 10, token_accuracy=[0.1, 0.5, 0.9] * 10, lr=[1e-3] * 30
+    )
     mha, x = tl.MultiHeadAttention(8, 2), torch.randn(1, 3, 8)
     with tl.trace_shapes(mha) as trace:
         mha(x, x, x)
@@ -31,7 +33,9 @@ def test_every_plot_returns_a_figure():
         viz.plot_mask_and_weights(tl.causal_mask(3)[0, 0], torch.eye(3), ["a", "b", "c"]),
         viz.plot_heads(weights, vmax="own"),
         viz.plot_schedule({"a": [tl.noam_lr(s, 64, 10) for s in range(1, 50)]}),
-        viz.plot_label_smoothing(tl.smoothed_targets(torch.tensor([4, 5]), len(task.vocab), 0.1), task.vocab.itos),
+        viz.plot_label_smoothing(
+            tl.smoothed_targets(torch.tensor([4, 5]), len(task.vocab), 0.1), task.vocab.itos
+        ),
         viz.plot_history(trainer_history, window=5),
         viz.plot_shape_flow(trace),
         viz.plot_softmax_temperature(torch.tensor([1.0, 2.0, 0.5]), 0.5),
@@ -68,7 +72,9 @@ def test_token_labels_never_start_mathtext():
     assert r"\$" in rendered and "wrote '\\$' so far '29\\$'" in rendered
     for text in fig.findobj(matplotlib.text.Text):
         if "$" in text.get_text():
-            assert not text._preprocess_math(text.get_text())[1], text.get_text()  # drawn as plain text
+            assert not text._preprocess_math(text.get_text())[1], (
+                text.get_text()
+            )  # drawn as plain text
     matplotlib.pyplot.close("all")
 
 
@@ -133,7 +139,10 @@ def test_a_control_with_one_possible_value_is_hidden():
     assert one_head.controls["head"].layout.display == "none"
     assert one_head.controls["scale"].layout.display is None
     one_layer = widgets.LayerHeadExplorer({"layers.0": torch.softmax(torch.randn(2, 3, 3), -1)})
-    assert one_layer.controls["layer"].layout.display == "none" and one_layer.controls["head"].layout.display is None
+    assert (
+        one_layer.controls["layer"].layout.display == "none"
+        and one_layer.controls["head"].layout.display is None
+    )
 
 
 def test_labels_are_never_truncated():
@@ -145,12 +154,20 @@ def test_mask_builder_toggles():
     builder = widgets.MaskBuilder(["I", "am", "<pad>"])
     assert builder.state["mask"][:, 2].sum() == 0  # nobody attends to the padding
     assert changed(builder, "causal", True)
-    assert builder.state["mask"].tolist() == [[True, False, False], [True, True, False], [True, True, False]]
+    assert builder.state["mask"].tolist() == [
+        [True, False, False],
+        [True, True, False],
+        [True, True, False],
+    ]
     assert changed(builder, "padding", False)
     assert builder.state["mask"][2, 2]
     torch.testing.assert_close(builder.state["weights"].sum(-1), torch.ones(3))
-    _, expected = tl.scaled_dot_product_attention(builder.q, builder.k, builder.k, builder.state["mask"])
-    torch.testing.assert_close(builder.state["weights"], expected)  # the library's weights, not a copy
+    _, expected = tl.scaled_dot_product_attention(
+        builder.q, builder.k, builder.k, builder.state["mask"]
+    )
+    torch.testing.assert_close(
+        builder.state["weights"], expected
+    )  # the library's weights, not a copy
 
 
 def test_positional_encoding_explorer_keeps_the_pair_in_bounds():
@@ -177,10 +194,22 @@ def date_model():
 def test_attention_explorer_follows_text_kind_layer_head_and_query(date_model):
     model, vocab = date_model
     explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=12)
-    assert list(explorer.KINDS) == ["self", "masked self", "cross"]  # tl.inspection.attention_kind's names
+    assert list(explorer.KINDS) == [
+        "self",
+        "masked self",
+        "cross",
+    ]  # tl.inspection.attention_kind's names
     assert explorer.controls["layer"].max == 1 and explorer.controls["head"].max == 3
-    assert explorer.state["weights"].shape[1] == len("3 march 1987")  # cross: keys are source characters
-    for control, value in (("head", 3), ("layer", 1), ("query", 2), ("scale", "own"), ("kind", "self")):
+    assert explorer.state["weights"].shape[1] == len(
+        "3 march 1987"
+    )  # cross: keys are source characters
+    for control, value in (
+        ("head", 3),
+        ("layer", 1),
+        ("query", 2),
+        ("scale", "own"),
+        ("kind", "self"),
+    ):
         assert changed(explorer, control, value), control
     assert explorer.controls["query"].max == len("3 march 1987") - 1
     assert changed(explorer, "text", "1 may 2001")
@@ -193,7 +222,10 @@ def test_attention_explorer_says_what_is_wrong_with_a_source_and_stays_alive(dat
     explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=8)
     picture = explorer.png
     explorer.controls["text"].value = ""
-    assert explorer.error.startswith("the source is empty") and "the source is empty" in explorer.message.value
+    assert (
+        explorer.error.startswith("the source is empty")
+        and "the source is empty" in explorer.message.value
+    )
     assert explorer.png == picture  # the last good picture stays
     explorer.controls["text"].value = "3 march 1987 @"
     assert "'@'" in explorer.error and "Cannot draw this" in explorer.message.value
@@ -206,10 +238,14 @@ def test_attention_explorer_says_what_is_wrong_with_a_source_and_stays_alive(dat
 
 def test_decoding_widgets_label_decoder_rows_by_one_rule(date_model):
     model, vocab = date_model
-    attention = widgets.AttentionExplorer(model, vocab, "3 march 1987", kind="masked self", max_len=6)
+    attention = widgets.AttentionExplorer(
+        model, vocab, "3 march 1987", kind="masked self", max_len=6
+    )
     decoding = widgets.DecodingExplorer(model, vocab, "3 march 1987", max_len=6)
     rows = attention.draw().axes[0].get_yticklabels()
-    assert [t.get_text() for t in rows][: len(decoding.row_labels)] == [viz.plain(r) for r in decoding.row_labels]
+    assert [t.get_text() for t in rows][: len(decoding.row_labels)] == [
+        viz.plain(r) for r in decoding.row_labels
+    ]
     assert decoding.row_labels[0].startswith("^→")
     matplotlib.pyplot.close("all")
 
@@ -218,10 +254,15 @@ def test_decoding_explorer_steps_through_the_output(date_model):
     model, vocab = date_model
     explorer = widgets.DecodingExplorer(model, vocab, "3 march 1987", max_len=6)
     assert explorer.controls["step"].max == len(explorer.tokens) == explorer.rows.size(0)
-    assert explorer.state["labels"][1:] == [""] * (len(explorer.tokens) - 1)  # rows not written are unlabelled
+    assert explorer.state["labels"][1:] == [""] * (
+        len(explorer.tokens) - 1
+    )  # rows not written are unlabelled
     assert changed(explorer, "step", 3)
     assert explorer.state["written"] == "".join(explorer.tokens[:3])
-    assert explorer.state["labels"][:3] == explorer.row_labels[:3] and explorer.state["labels"][3] == ""
+    assert (
+        explorer.state["labels"][:3] == explorer.row_labels[:3]
+        and explorer.state["labels"][3] == ""
+    )
     torch.testing.assert_close(explorer.state["row"].sum(), torch.tensor(1.0))
 
 
@@ -260,20 +301,39 @@ def site_widgets(model, vocab) -> dict:
     pe = widgets.PositionalEncodingExplorer(max_len=20, d_model=16)
     pe.SITE_D_MODELS = (16, 32)  # pair i: 8 values at d_model 16, 16 (of 16) at d_model 32
     schedule = widgets.ScheduleExplorer(steps=300)
-    schedule.SITE = {"d_model": (64, 128), "warmup": (100, 200)}  # and the current 512 and 4000: 3 x 3
+    schedule.SITE = {
+        "d_model": (64, 128),
+        "warmup": (100, 200),
+    }  # and the current 512 and 4000: 3 x 3
     return {
-        "temperature": (widgets.TemperatureExplorer(torch.tensor([2.0, 1.0, 0.1])), 61),  # every value of one slider
-        "head": (widgets.HeadExplorer(torch.softmax(torch.randn(3, 4, 4), -1)), 3 * 2),  # heads x colour scales
-        "layer_head": (widgets.LayerHeadExplorer({f"layers.{i}": torch.softmax(torch.randn(2, 3, 3), -1)
-                                                  for i in range(2)}), 2 * 2 * 2),
+        "temperature": (
+            widgets.TemperatureExplorer(torch.tensor([2.0, 1.0, 0.1])),
+            61,
+        ),  # every value of one slider
+        "head": (
+            widgets.HeadExplorer(torch.softmax(torch.randn(3, 4, 4), -1)),
+            3 * 2,
+        ),  # heads x colour scales
+        "layer_head": (
+            widgets.LayerHeadExplorer(
+                {f"layers.{i}": torch.softmax(torch.randn(2, 3, 3), -1) for i in range(2)}
+            ),
+            2 * 2 * 2,
+        ),
         "head_count": (widgets.HeadCountExplorer(torch.randn(5, 8)), 4 * 2),  # h in 1, 2, 4, 8
         "mask": (widgets.MaskBuilder(["a", "b", "<pad>"]), 2 * 2),
         "positional": (pe, 8 + 16),
         "schedule": (schedule, 3 * 3),
         # the text stays, the query stays (see AttentionExplorer.site_values), one layer is one value
         "attention": (widgets.AttentionExplorer(model, vocab, "3 may 1999", max_len=6), 3 * 2 * 2),
-        "decoding": (widgets.DecodingExplorer(model, vocab, "3 may 1999", max_len=4), None),  # steps x 2
-        "rotary": (widgets.RotaryPairExplorer(torch.tensor([1.0, 0.2] * 4), max_position=7), 8 * 4),  # position x pair
+        "decoding": (
+            widgets.DecodingExplorer(model, vocab, "3 may 1999", max_len=4),
+            None,
+        ),  # steps x 2
+        "rotary": (
+            widgets.RotaryPairExplorer(torch.tensor([1.0, 0.2] * 4), max_position=7),
+            8 * 4,
+        ),  # position x pair
     }
 
 
@@ -285,8 +345,10 @@ def set_values(widget, values: dict) -> None:
 def test_every_widget_enumerates_distinct_frames_equal_to_what_it_shows(tiny_date_model):
     model, vocab = tiny_date_model
     assert {type(widget) for widget, _ in site_widgets(model, vocab).values()} == {
-        getattr(widgets, name) for name in widgets.__all__
-        if isinstance(getattr(widgets, name), type) and getattr(widgets, name) is not widgets.FigureWidget
+        getattr(widgets, name)
+        for name in widgets.__all__
+        if isinstance(getattr(widgets, name), type)
+        and getattr(widgets, name) is not widgets.FigureWidget
     }, "a widget class without a case here"
     for case, (widget, count) in site_widgets(model, vocab).items():
         start, start_png = widget.values(), widget.png
@@ -294,12 +356,19 @@ def test_every_widget_enumerates_distinct_frames_equal_to_what_it_shows(tiny_dat
         if case == "decoding":
             count = len(widget.tokens) * 2
         assert len(frames) == count, case
-        for scale in ("shared", "own"):  # a map whose largest weight is 1 looks the same on both scales
+        for scale in (
+            "shared",
+            "own",
+        ):  # a map whose largest weight is 1 looks the same on both scales
             pictures = [png for values, png in frames if values.get("scale", "shared") == scale]
             assert len(set(pictures)) == len(pictures), f"{case}: two frames with the same picture"
         assert len({tuple(values.items()) for values, _ in frames}) == count, case
-        assert widget.values() == start and widget.png == start_png, f"{case}: frames() left the controls moved"
-        assert start in [values for values, _ in frames], f"{case}: the first picture is one of the frames"
+        assert widget.values() == start and widget.png == start_png, (
+            f"{case}: frames() left the controls moved"
+        )
+        assert start in [values for values, _ in frames], (
+            f"{case}: the first picture is one of the frames"
+        )
         as_saved = json.loads(json.dumps(widget.snapshot(), sort_keys=True))  # nbformat sorts keys
         fresh = widgets.FigureWidget.restore(as_saved)
         for values, png in frames[:: 6 if count > 20 else 1]:
@@ -321,20 +390,33 @@ def test_sliders_offer_at_most_site_steps_values_with_their_ends_and_current_val
     head = widgets.HeadExplorer(torch.softmax(torch.randn(40, 3, 3), -1))
     head.controls["head"].value = 7
     values = head.site_values("head")
-    assert values[0] == 0 and values[-1] == 39 and 7 in values and len(values) == head.SITE_STEPS + 1
-    assert widgets.control_values(widgets.TemperatureExplorer(torch.zeros(2)).controls["temperature"])[30] == 1.0
+    assert (
+        values[0] == 0 and values[-1] == 39 and 7 in values and len(values) == head.SITE_STEPS + 1
+    )
+    assert (
+        widgets.control_values(widgets.TemperatureExplorer(torch.zeros(2)).controls["temperature"])[
+            30
+        ]
+        == 1.0
+    )
 
 
 def test_a_snapshot_is_small_json_and_restores_the_same_widget(tiny_date_model):
     model, vocab = tiny_date_model
-    explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", kind="masked self", max_len=8)
+    explorer = widgets.AttentionExplorer(
+        model, vocab, "3 march 1987", kind="masked self", max_len=8
+    )
     explorer.controls["head"].value = 1
-    snapshot = json.loads(json.dumps(explorer.snapshot(), sort_keys=True))  # as the notebook file holds it
+    snapshot = json.loads(
+        json.dumps(explorer.snapshot(), sort_keys=True)
+    )  # as the notebook file holds it
     assert snapshot["class"] == "AttentionExplorer" and "model" not in snapshot["data"]
     assert len(json.dumps(snapshot)) < 100_000
     restored = widgets.FigureWidget.restore(snapshot)
     assert type(restored) is widgets.AttentionExplorer and restored.values() == explorer.values()
-    assert list(restored.controls) == list(explorer.controls) and list(restored._maps) == list(explorer._maps)
+    assert list(restored.controls) == list(explorer.controls) and list(restored._maps) == list(
+        explorer._maps
+    )
     assert restored.png == explorer.png and restored.caption.value == explorer.caption.value
     torch.testing.assert_close(restored.state["weights"], explorer.state["weights"], rtol=0, atol=0)
     restored.controls["text"].value = "4 may 1999"  # needs the model, which stayed in the kernel
@@ -356,7 +438,10 @@ def test_the_snapshot_rides_in_output_metadata_which_nbval_never_compares():
     with capture_output() as shown:
         display(builder)
     controls, picture = shown.outputs
-    assert set(controls.data) == {"application/vnd.jupyter.widget-view+json", "text/plain"}  # as before
+    assert set(controls.data) == {
+        "application/vnd.jupyter.widget-view+json",
+        "text/plain",
+    }  # as before
     assert controls.metadata[widgets.SNAPSHOT_KEY] == builder.snapshot()
     assert widgets.SNAPSHOT_KEY not in (picture.metadata or {})
 
@@ -392,3 +477,40 @@ def test_rotary_pair_score_depends_only_on_the_offset():
     with pytest.raises(ValueError, match="even width"):
         widgets.RotaryPairExplorer(torch.ones(7))
     matplotlib.pyplot.close("all")
+
+
+def test_attention_explorer_reads_a_subword_vocab_with_readable_labels():
+    """Notebook 12: the explorer on the shipped English-French model and its byte-level BPE vocabulary. Labels
+    are the pieces' text with · for a leading space (never BPE's raw Ġ); bad sources get a message in the cell;
+    a snapshot restores the same widget, and its frames are what it draws."""
+    from transformer_lib.applications import translation
+
+    model, vocab = translation.load_translator(translation.shipped_model_dir())
+    explorer = widgets.AttentionExplorer(
+        model, vocab, "Tom doesn’t like cats.", max_len=40
+    )  # a curly apostrophe
+    source = explorer._labels["source"]
+    assert (
+        "".join(source).replace("·", " ") == "Tom doesn't like cats."
+    )  # normalised as translate() reads it
+    assert "·like" in source and not any(
+        "Ġ" in label for label in source + explorer._labels["decoder"]
+    )
+    assert (
+        explorer.translation == translation.translate(model, vocab, ["Tom doesn’t like cats."])[0]
+    )
+    assert explorer.controls["head"].max == model.config.num_heads - 1
+    explorer.controls["text"].value = "   "
+    assert explorer.error.startswith("the source is empty") and "a sentence" in explorer.error
+    explorer.controls["text"].value = "word " * 300
+    assert "tokens; this model reads at most 256" in explorer.error
+    explorer.controls[
+        "text"
+    ].value = "東京 and 🍕."  # unseen characters: spelled with byte tokens, drawn
+    assert explorer.error is None and any(
+        label.startswith("<0x") for label in explorer._labels["source"]
+    )
+    restored = widgets.FigureWidget.restore(json.loads(json.dumps(explorer.snapshot())))
+    assert restored.values() == explorer.values() and restored.png == explorer.png
+    for values, png in restored.frames():
+        assert png and values["text"] == "東京 and 🍕."

@@ -61,10 +61,14 @@ __all__ = [
 # Files of a model folder.
 TOKENIZER_FILE = "tokenizer.json"
 RECIPE_FILE = "recipe.json"
-CHECKPOINT_FILE = "checkpoint.pt"  # the trainer's full, resumable state (weights, Adam moments, step...)
+CHECKPOINT_FILE = (
+    "checkpoint.pt"  # the trainer's full, resumable state (weights, Adam moments, step...)
+)
 LOG_FILE = "training_log.json"  # training seconds, CPU seconds, the valid-BLEU curve
 WEIGHTS_FILE = "weights.pt"  # the shipped model: weights only, float16
-METRICS_FILE = "metrics.json"  # what `evaluate` measured, and the number the shipped-model test recomputes
+METRICS_FILE = (
+    "metrics.json"  # what `evaluate` measured, and the number the shipped-model test recomputes
+)
 
 # The paper's output length limit: "We set the maximum output length during inference to input length + 50"
 # (§6.1). Counted in tokens.
@@ -95,17 +99,32 @@ class TranslationRecipe:
     lr_factor: float
     minutes: float
     eval_minutes: tuple[float, ...]
-    max_len: int = 256  # positions the model has: the longest source, and the longest output, in tokens
-    valid_pairs: int = 1000  # how many valid pairs the periodic BLEU reads, spread over all lengths (see spread)
+    max_len: int = (
+        256  # positions the model has: the longest source, and the longest output, in tokens
+    )
+    valid_pairs: int = (
+        1000  # how many valid pairs the periodic BLEU reads, spread over all lengths (see spread)
+    )
     seed: int = 0
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "num_heads", "d_ff", "num_layers", "max_tokens", "warmup", "max_len"):
+        for name in (
+            "vocab_size",
+            "d_model",
+            "num_heads",
+            "d_ff",
+            "num_layers",
+            "max_tokens",
+            "warmup",
+            "max_len",
+        ):
             value = getattr(self, name)
             if not is_int(value) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.d_model % self.num_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}")
+            raise ValueError(
+                f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}"
+            )
         for name in ("dropout", "eps_ls"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
@@ -202,9 +221,13 @@ def build_vocab(pairs: Sequence[tuple[str, str]], vocab_size: int) -> SubwordVoc
 def _check_parallel(hypotheses: Sequence[str], references: Sequence[str]) -> None:
     for name, texts in (("hypotheses", hypotheses), ("references", references)):
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise TypeError(f"{name} must be a list of str (one sentence each), got {type(texts).__name__}")
+            raise TypeError(
+                f"{name} must be a list of str (one sentence each), got {type(texts).__name__}"
+            )
     if len(hypotheses) != len(references):
-        raise ValueError(f"expected one reference per hypothesis, got {len(hypotheses)} and {len(references)}")
+        raise ValueError(
+            f"expected one reference per hypothesis, got {len(hypotheses)} and {len(references)}"
+        )
     if not hypotheses:
         raise ValueError("a corpus score needs at least one sentence")
 
@@ -252,15 +275,23 @@ def translate(
     raises a ValueError that names it and its length.
     """
     if isinstance(sentences, str):
-        raise TypeError("translate takes a list of sentences, got one str; wrap it: translate(model, vocab, [text])")
+        raise TypeError(
+            "translate takes a list of sentences, got one str; wrap it: translate(model, vocab, [text])"
+        )
     sentences = list(sentences)
     bad = [s for s in sentences if not isinstance(s, str)]
     if bad:  # (a None element must be reported too)
-        raise TypeError(f"translate takes sentences (str), got an element {bad[0]!r} of type {type(bad[0]).__name__}")
+        raise TypeError(
+            f"translate takes sentences (str), got an element {bad[0]!r} of type {type(bad[0]).__name__}"
+        )
     if beam_width is not None and (not is_int(beam_width) or beam_width < 1):
-        raise ValueError(f"beam_width must be None (greedy) or a whole number >= 1, got {beam_width!r}")
+        raise ValueError(
+            f"beam_width must be None (greedy) or a whole number >= 1, got {beam_width!r}"
+        )
     if max_len is not None and (not is_int(max_len) or max_len < 1):
-        raise ValueError(f"max_len must be None (source length + 50) or a whole number >= 1, got {max_len!r}")
+        raise ValueError(
+            f"max_len must be None (source length + 50) or a whole number >= 1, got {max_len!r}"
+        )
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
     positions = model.config.max_len
@@ -283,13 +314,21 @@ def translate(
             src[row, : len(encoded[i])] = torch.tensor(encoded[i])
         src = src.to(device)
         # the decoder holds <bos> + the output, so at most `positions - 1` output tokens
-        limit = min(max_len if max_len is not None else longest + EXTRA_OUTPUT_TOKENS, positions - 1)
+        limit = min(
+            max_len if max_len is not None else longest + EXTRA_OUTPUT_TOKENS, positions - 1
+        )
         if beam_width is None:
             out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id)  # (B, <= limit)
         else:
-            out = beam_search(model, src, limit, vocab.bos_id, vocab.eos_id, beam_width, length_penalty)
-        for row, i in enumerate(chunk):  # each output within its own limit, whatever else shared its batch
-            own_limit = min(max_len if max_len is not None else len(encoded[i]) + EXTRA_OUTPUT_TOKENS, limit)
+            out = beam_search(
+                model, src, limit, vocab.bos_id, vocab.eos_id, beam_width, length_penalty
+            )
+        for row, i in enumerate(
+            chunk
+        ):  # each output within its own limit, whatever else shared its batch
+            own_limit = min(
+                max_len if max_len is not None else len(encoded[i]) + EXTRA_OUTPUT_TOKENS, limit
+            )
             outputs[i] = vocab.decode(out[row][:own_limit])
     return outputs
 
@@ -303,9 +342,14 @@ def score_split(
     batch_size: int = 100,
 ) -> dict[str, float]:
     """``{"bleu": ..., "chrf": ...}`` of the model's translations of ``pairs``' sources against their targets."""
-    hypotheses = translate(model, vocab, [s for s, _ in pairs], beam_width, length_penalty, batch_size=batch_size)
+    hypotheses = translate(
+        model, vocab, [s for s, _ in pairs], beam_width, length_penalty, batch_size=batch_size
+    )
     references = [t for _, t in pairs]
-    return {"bleu": corpus_bleu(hypotheses, references), "chrf": corpus_chrf(hypotheses, references)}
+    return {
+        "bleu": corpus_bleu(hypotheses, references),
+        "chrf": corpus_chrf(hypotheses, references),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -331,15 +375,25 @@ def spread(pairs: Sequence[tuple[str, str]], n: int) -> list[tuple[str, str]]:
     return [pairs[i * len(pairs) // n] for i in range(n)]
 
 
-def _pairs_that_fit(pairs: Sequence[tuple[str, str]], vocab: SubwordVocab, max_len: int) -> list[tuple[str, str]]:
+def _pairs_that_fit(
+    pairs: Sequence[tuple[str, str]], vocab: SubwordVocab, max_len: int
+) -> list[tuple[str, str]]:
     """The pairs whose source and target (+ ``<bos>``) fit the model's ``max_len`` positions; says how many not."""
     src = vocab.encode_batch([s for s, _ in pairs])
     tgt = vocab.encode_batch([t for _, t in pairs])
-    kept = [p for p, s, t in zip(pairs, src, tgt, strict=True) if len(s) <= max_len and len(t) + 1 <= max_len]
+    kept = [
+        p
+        for p, s, t in zip(pairs, src, tgt, strict=True)
+        if len(s) <= max_len and len(t) + 1 <= max_len
+    ]
     if len(kept) < len(pairs):
-        print(f"left out {len(pairs) - len(kept)} of {len(pairs)} training pairs longer than max_len={max_len} tokens")
+        print(
+            f"left out {len(pairs) - len(kept)} of {len(pairs)} training pairs longer than max_len={max_len} tokens"
+        )
     if not kept:
-        raise ValueError(f"no training pair fits max_len={max_len} tokens: raise the recipe's max_len")
+        raise ValueError(
+            f"no training pair fits max_len={max_len} tokens: raise the recipe's max_len"
+        )
     return kept
 
 
@@ -381,18 +435,24 @@ def train(
     seed_everything(recipe.seed)
     model = Transformer(model_config(recipe, len(vocab), vocab.pad_id))
     optimizer, scheduler = paper_optimizer(model, recipe.d_model, recipe.warmup, recipe.lr_factor)
-    trainer = Trainer(model, optimizer, scheduler, LabelSmoothingLoss(recipe.eps_ls, vocab.pad_id), device=device)
+    trainer = Trainer(
+        model, optimizer, scheduler, LabelSmoothingLoss(recipe.eps_ls, vocab.pad_id), device=device
+    )
     log = {"train_seconds": 0.0, "cpu_seconds": 0.0, "eval_seconds": 0.0, "threads": 0, "curve": []}
     if (folder / CHECKPOINT_FILE).is_file():
         trainer.load_checkpoint(folder / CHECKPOINT_FILE)
         log = json.loads((folder / LOG_FILE).read_text(encoding="utf-8"))
-        print(f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training minutes done")
+        print(
+            f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training minutes done"
+        )
     log["threads"] = torch.get_num_threads()
     pairs = _pairs_that_fit(corpus.train_pairs, vocab, recipe.max_len)
     batches = LengthBatches(pairs, vocab, recipe.max_tokens, recipe.seed)
     valid = spread(corpus.valid_pairs, recipe.valid_pairs)
     budget = recipe.minutes * 60
-    marks = [m for m in recipe.eval_minutes if m * 60 > log["train_seconds"] and m <= recipe.minutes]
+    marks = [
+        m for m in recipe.eval_minutes if m * 60 > log["train_seconds"] and m <= recipe.minutes
+    ]
     bar = tqdm(
         total=round(budget),
         initial=min(round(log["train_seconds"]), round(budget)),
@@ -412,7 +472,9 @@ def train(
             "train_seconds": round(log["train_seconds"], 1),
             "cpu_seconds": round(log["cpu_seconds"], 1),
             "valid_bleu": round(bleu, 2),
-            "loss": round(sum(trainer.history.loss[-50:]) / max(len(trainer.history.loss[-50:]), 1), 4),
+            "loss": round(
+                sum(trainer.history.loss[-50:]) / max(len(trainer.history.loss[-50:]), 1), 4
+            ),
         }
         log["curve"].append(entry)
         save_weights(trainer.model, folder / f"weights_{label:g}min.pt", trainer.step)
@@ -421,7 +483,9 @@ def train(
     saved_at = log["train_seconds"]
     while log["train_seconds"] < budget:
         wall, cpu = time.perf_counter(), time.process_time()
-        trainer.fit(batches, trainer.step + 1, progress=False)  # one step: the clock is checked after each
+        trainer.fit(
+            batches, trainer.step + 1, progress=False
+        )  # one step: the clock is checked after each
         log["train_seconds"] += time.perf_counter() - wall
         log["cpu_seconds"] += time.process_time() - cpu
         bar.update(min(round(log["train_seconds"]), round(budget)) - bar.n)
@@ -430,7 +494,9 @@ def train(
             evaluate_now(marks.pop(0))
         done = log["train_seconds"] >= budget
         if done or log["train_seconds"] - saved_at >= checkpoint_seconds:
-            trainer.save_checkpoint(folder / CHECKPOINT_FILE)  # the log is written with it: they always agree
+            trainer.save_checkpoint(
+                folder / CHECKPOINT_FILE
+            )  # the log is written with it: they always agree
             _write_json(folder / LOG_FILE, log)
             saved_at = log["train_seconds"]
     bar.close()
@@ -455,7 +521,11 @@ def save_weights(model: Transformer, path: str | os.PathLike, step: int = 0) -> 
     for name, tensor in model.state_dict().items():
         key = tensor.data_ptr()
         if key not in halves:
-            halves[key] = tensor.detach().cpu().half() if tensor.is_floating_point() else tensor.detach().cpu()
+            halves[key] = (
+                tensor.detach().cpu().half()
+                if tensor.is_floating_point()
+                else tensor.detach().cpu()
+            )
         weights[name] = halves[key]
     state = {
         "model": weights,
@@ -472,16 +542,24 @@ def save_weights(model: Transformer, path: str | os.PathLike, step: int = 0) -> 
     return path
 
 
-def load_translator(folder: str | os.PathLike, device: torch.device | str = "cpu") -> tuple[Transformer, SubwordVocab]:
+def load_translator(
+    folder: str | os.PathLike, device: torch.device | str = "cpu"
+) -> tuple[Transformer, SubwordVocab]:
     """``(model, vocab)`` of a model folder: ``tokenizer.json``, ``recipe.json`` and ``weights.pt`` (or, for a
     run still training, its ``checkpoint.pt``). The model is in eval mode, in float32."""
     folder = Path(folder)
     for needed in (TOKENIZER_FILE, RECIPE_FILE):
         if not (folder / needed).is_file():
-            raise FileNotFoundError(f"{folder} is not a translation model folder: it has no {needed}")
-    weights = folder / WEIGHTS_FILE if (folder / WEIGHTS_FILE).is_file() else folder / CHECKPOINT_FILE
+            raise FileNotFoundError(
+                f"{folder} is not a translation model folder: it has no {needed}"
+            )
+    weights = (
+        folder / WEIGHTS_FILE if (folder / WEIGHTS_FILE).is_file() else folder / CHECKPOINT_FILE
+    )
     if not weights.is_file():
-        raise FileNotFoundError(f"{folder} has no {WEIGHTS_FILE} nor {CHECKPOINT_FILE}: train it first")
+        raise FileNotFoundError(
+            f"{folder} has no {WEIGHTS_FILE} nor {CHECKPOINT_FILE}: train it first"
+        )
     vocab = SubwordVocab.load(folder / TOKENIZER_FILE)
     model = Transformer(model_config(_read_recipe(folder), len(vocab), vocab.pad_id)).to(device)
     load_model_weights(model, weights)
@@ -548,7 +626,9 @@ def evaluate(
         "chrf": round(corpus_chrf(sources, references), 2),
     }
     results["length_penalty"] = length_penalty
-    results[f"greedy_bleu_first_{subset}"] = round(score_split(model, vocab, test[:subset])["bleu"], 2)
+    results[f"greedy_bleu_first_{subset}"] = round(
+        score_split(model, vocab, test[:subset])["bleu"], 2
+    )
     results["subset"] = subset
     _write_json(folder / METRICS_FILE, results)
     return results
@@ -569,20 +649,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=f"English-French translation on the Tatoeba pairs ({ATTRIBUTION}).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    p_train = sub.add_parser("train", help="learn BPE, then train (resumes from FOLDER/checkpoint.pt if present)")
-    p_train.add_argument(
-        "--folder", default="checkpoints/translation", help="where the run lives (default %(default)s)"
+    p_train = sub.add_parser(
+        "train", help="learn BPE, then train (resumes from FOLDER/checkpoint.pt if present)"
     )
-    p_train.add_argument("--minutes", type=float, default=None, help="training minutes (default: the recipe's)")
-    p_train.add_argument("--device", default="cpu", help="cpu (the CPU recipe) or cuda (the bigger recipe)")
-    p_train.add_argument("--ship", default=None, help="after training, copy the model (float16) to this folder")
-    p_eval = sub.add_parser("evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline")
-    p_eval.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
+    p_train.add_argument(
+        "--folder",
+        default="checkpoints/translation",
+        help="where the run lives (default %(default)s)",
+    )
+    p_train.add_argument(
+        "--minutes", type=float, default=None, help="training minutes (default: the recipe's)"
+    )
+    p_train.add_argument(
+        "--device", default="cpu", help="cpu (the CPU recipe) or cuda (the bigger recipe)"
+    )
+    p_train.add_argument(
+        "--ship", default=None, help="after training, copy the model (float16) to this folder"
+    )
+    p_eval = sub.add_parser(
+        "evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline"
+    )
+    p_eval.add_argument(
+        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
+    )
     p_eval.add_argument("--device", default="cpu")
-    p_tr = sub.add_parser("translate", help="translate sentences given as arguments, or one per line on stdin")
+    p_tr = sub.add_parser(
+        "translate", help="translate sentences given as arguments, or one per line on stdin"
+    )
     p_tr.add_argument("sentences", nargs="*")
-    p_tr.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
-    p_tr.add_argument("--beam", type=int, default=4, help="beam width; 0 decodes greedily (default %(default)s)")
+    p_tr.add_argument(
+        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
+    )
+    p_tr.add_argument(
+        "--beam", type=int, default=4, help="beam width; 0 decodes greedily (default %(default)s)"
+    )
     p_tr.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     try:
@@ -594,11 +694,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"shipped to {save_shipped_model(args.folder, args.ship)}")
         elif args.command == "evaluate":
             results = evaluate(args.folder, device=device)
-            print(f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on detokenised output")
+            print(
+                f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on detokenised output"
+            )
             for name in ("greedy", "beam4", "copy_source"):
-                print(f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF {results[name]['chrf']:6.2f}")
+                print(
+                    f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF {results[name]['chrf']:6.2f}"
+                )
             subset_key = f"greedy_bleu_first_{results['subset']}"
-            print(f"  greedy BLEU on the first {results['subset']} test pairs: {results[subset_key]:.2f}")
+            print(
+                f"  greedy BLEU on the first {results['subset']} test pairs: {results[subset_key]:.2f}"
+            )
         else:
             sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
             model, vocab = load_translator(args.folder, device)

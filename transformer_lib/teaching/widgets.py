@@ -47,7 +47,9 @@ from ..model.layers import sinusoidal_encoding
 from ..model.masks import causal_mask
 from ..model.transformer import Transformer
 from ..training.data import Vocab, make_batch
+from ..training.subwords import SubwordVocab
 from ..training.train import noam_lr
+from ..training.translation_corpus import normalise_text
 from . import viz
 from .inspection import ATTENTION_KINDS, capture_attention
 
@@ -69,7 +71,9 @@ __all__ = [
 
 # The colour-scale choice of every heat-map widget: value -> the ``vmax`` that viz takes.
 SCALES = {"shared": 1.0, "own": None}
-TOKEN_SYMBOLS = "Symbols: ^ = start of the output (&lt;bos&gt;), $ = its end (&lt;eos&gt;), · = a space."
+TOKEN_SYMBOLS = (
+    "Symbols: ^ = start of the output (&lt;bos&gt;), $ = its end (&lt;eos&gt;), · = a space."
+)
 ROW_RULE = "A decoder row a→b is the query at the position that reads a and writes b."
 
 
@@ -125,21 +129,30 @@ def _encode(value):
     with sorted keys: a JSON object would lose the order), plain scalars as they are."""
     if isinstance(value, torch.Tensor):
         array = value.detach().cpu().contiguous().numpy()
-        return {"__tensor__": base64.b64encode(array.astype(array.dtype.newbyteorder("<")).tobytes()).decode(),
-                "dtype": str(array.dtype), "shape": list(array.shape)}
+        return {
+            "__tensor__": base64.b64encode(
+                array.astype(array.dtype.newbyteorder("<")).tobytes()
+            ).decode(),
+            "dtype": str(array.dtype),
+            "shape": list(array.shape),
+        }
     if isinstance(value, (list, tuple)):
         return [_encode(v) for v in value]
     if isinstance(value, dict):
         return {"__dict__": [[_encode(k), _encode(v)] for k, v in value.items()]}
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    raise TypeError(f"a widget's data must be tensors, lists, dicts, strings or numbers, got {type(value).__name__}")
+    raise TypeError(
+        f"a widget's data must be tensors, lists, dicts, strings or numbers, got {type(value).__name__}"
+    )
 
 
 def _decode(value):
     if isinstance(value, dict) and "__tensor__" in value:
         dtype = np.dtype(value["dtype"]).newbyteorder("<")
-        array = np.frombuffer(base64.b64decode(value["__tensor__"]), dtype=dtype).reshape(value["shape"])
+        array = np.frombuffer(base64.b64decode(value["__tensor__"]), dtype=dtype).reshape(
+            value["shape"]
+        )
         return torch.from_numpy(array.astype(array.dtype.newbyteorder("="), copy=True))
     if isinstance(value, dict) and "__dict__" in value:
         return {_decode(k): _decode(v) for k, v in value["__dict__"]}
@@ -154,7 +167,9 @@ CONTROL_TRAITS = ("description", "min", "max", "step", "base", "continuous_updat
 
 def _describe(control: w.Widget) -> dict:
     described = {"type": type(control).__name__, "value": control.value}
-    described |= {trait: getattr(control, trait) for trait in CONTROL_TRAITS if hasattr(control, trait)}
+    described |= {
+        trait: getattr(control, trait) for trait in CONTROL_TRAITS if hasattr(control, trait)
+    }
     if hasattr(control, "options"):
         labels, values = control._options_labels, control._options_values
         described["options"] = [[label, value] for label, value in zip(labels, values, strict=True)]
@@ -214,7 +229,9 @@ class FigureWidget:
         try:
             self.update()
             fig = self.draw()
-        except ValueError as error:  # what the user typed: say so in the cell, keep the controls alive
+        except (
+            ValueError
+        ) as error:  # what the user typed: say so in the cell, keep the controls alive
             self._say(str(error))
             return
         self._say(self.input_error())
@@ -228,7 +245,11 @@ class FigureWidget:
 
     def _say(self, error: str | None) -> None:
         self.error = error
-        shown = "" if error is None else f"<b style='color:#b00020'>Cannot draw this: {html.escape(error)}</b>"
+        shown = (
+            ""
+            if error is None
+            else f"<b style='color:#b00020'>Cannot draw this: {html.escape(error)}</b>"
+        )
         self.message.value = shown
 
     def _image(self) -> Image:
@@ -240,7 +261,9 @@ class FigureWidget:
         bundle = w.VBox(parts)._repr_mimebundle_()
         # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the widget's repr.
         bundle["text/plain"] = self.controls_summary()
-        display(bundle, raw=True, metadata={SNAPSHOT_KEY: self.snapshot()})  # for the static site; nbval skips it
+        display(
+            bundle, raw=True, metadata={SNAPSHOT_KEY: self.snapshot()}
+        )  # for the static site; nbval skips it
         self._handle = display(self._image(), display_id=True)
 
     def site_values(self, name: str) -> list:
@@ -290,7 +313,9 @@ class FigureWidget:
             "version": SNAPSHOT_VERSION,
             "class": type(self).__name__,
             "caption": self.caption.value,
-            "controls": [[name, _describe(control)] for name, control in self.controls.items()],  # in order
+            "controls": [
+                [name, _describe(control)] for name, control in self.controls.items()
+            ],  # in order
             "data": {name: _encode(getattr(self, name)) for name in self.DATA},
         }
 
@@ -302,11 +327,15 @@ class FigureWidget:
         model): the data attributes are set from the snapshot, then the controls, then the first picture.
         """
         if snapshot.get("version") != SNAPSHOT_VERSION:
-            raise ValueError(f"widget snapshot version {snapshot.get('version')}, expected {SNAPSHOT_VERSION}: "
-                             "re-execute the notebook (make notebooks)")
+            raise ValueError(
+                f"widget snapshot version {snapshot.get('version')}, expected {SNAPSHOT_VERSION}: "
+                "re-execute the notebook (make notebooks)"
+            )
         cls = getattr(sys.modules[__name__], snapshot["class"], None)
         if not (isinstance(cls, type) and issubclass(cls, FigureWidget)):
-            raise ValueError(f"no widget class {snapshot['class']!r} in transformer_lib.teaching.widgets")
+            raise ValueError(
+                f"no widget class {snapshot['class']!r} in transformer_lib.teaching.widgets"
+            )
         widget = cls.__new__(cls)
         for name in cls.DATA:
             setattr(widget, name, _decode(snapshot["data"][name]))
@@ -319,7 +348,9 @@ class FigureWidget:
 
         The colour scale is a way of looking, not a value of what is shown: it is left out.
         """
-        values = "; ".join(f"{name} = {c.value}" for name, c in self.controls.items() if name != "scale")
+        values = "; ".join(
+            f"{name} = {c.value}" for name, c in self.controls.items() if name != "scale"
+        )
         return f"[controls: {values}; run the notebook to move them]"
 
 
@@ -329,12 +360,19 @@ class TemperatureExplorer(FigureWidget):
     DATA = ("scores", "labels")
     SITE_STEPS = 61  # one control: the site offers every value of the slider
 
-    def __init__(self, scores: torch.Tensor, labels: Sequence[str] | None = None, temperature: float = 1.0):
+    def __init__(
+        self, scores: torch.Tensor, labels: Sequence[str] | None = None, temperature: float = 1.0
+    ):
         self.scores, self.labels = torch.as_tensor(scores, dtype=torch.float32), labels
         super().__init__(
             {
                 "temperature": w.FloatLogSlider(
-                    value=temperature, base=10, min=-1.5, max=1.5, step=0.05, description="temperature"
+                    value=temperature,
+                    base=10,
+                    min=-1.5,
+                    max=1.5,
+                    step=0.05,
+                    description="temperature",
                 )
             }
         )
@@ -359,7 +397,12 @@ class HeadExplorer(FigureWidget):
     ):
         if weights.dim() != 3:
             raise ValueError(f"weights must be (h, T_q, T_k), got shape {tuple(weights.shape)}")
-        self.weights, self.query_labels, self.key_labels, self.title = weights.detach(), query_labels, key_labels, title
+        self.weights, self.query_labels, self.key_labels, self.title = (
+            weights.detach(),
+            query_labels,
+            key_labels,
+            title,
+        )
         super().__init__(
             {
                 "head": w.IntSlider(value=0, min=0, max=weights.size(0) - 1, description="head"),
@@ -408,7 +451,12 @@ class LayerHeadExplorer(FigureWidget):
 
     def draw(self) -> Figure:
         layer, head, scale = (self.controls[name].value for name in ("layer", "head", "scale"))
-        self.state = {"layer": layer, "head": head, "scale": scale, "weights": self.maps[layer][head]}
+        self.state = {
+            "layer": layer,
+            "head": head,
+            "scale": scale,
+            "weights": self.maps[layer][head],
+        }
         return viz.plot_attention(
             self.maps[layer][head],
             self.query_labels,
@@ -446,11 +494,15 @@ class HeadCountExplorer(FigureWidget):
 
     def draw(self) -> Figure:
         h, scale = self.controls["num_heads"].value, self.controls["scale"].value
-        with torch.random.fork_rng(devices=[]):  # seeded weights; the learner's random stream is left as it was
+        with torch.random.fork_rng(
+            devices=[]
+        ):  # seeded weights; the learner's random stream is left as it was
             torch.manual_seed(self.seed)
             mha = MultiHeadAttention(self.x.size(1), h).eval()
         with torch.no_grad():
-            _, weights = mha(self.x[None], self.x[None], self.x[None], need_weights=True)  # (1, h, T, T)
+            _, weights = mha(
+                self.x[None], self.x[None], self.x[None], need_weights=True
+            )  # (1, h, T, T)
         self.state = {"num_heads": h, "scale": scale, "d_k": mha.d_k, "weights": weights[0]}
         return viz.plot_heads(
             weights[0],
@@ -512,13 +564,17 @@ class PositionalEncodingExplorer(FigureWidget):
         self.max_len = max_len
         super().__init__(
             {
-                "d_model": w.IntSlider(value=d_model, min=8, max=256, step=8, description="d_model"),
+                "d_model": w.IntSlider(
+                    value=d_model, min=8, max=256, step=8, description="d_model"
+                ),
                 "pair": w.IntSlider(value=0, min=0, max=d_model // 2 - 1, description="pair i"),
             }
         )
 
     def update(self) -> None:
-        self.controls["pair"].max = self.controls["d_model"].value // 2 - 1  # redraws if the value had to move
+        self.controls["pair"].max = (
+            self.controls["d_model"].value // 2 - 1
+        )  # redraws if the value had to move
 
     def site_values(self, name: str) -> list:
         if name == "d_model":
@@ -529,7 +585,12 @@ class PositionalEncodingExplorer(FigureWidget):
         d_model = self.controls["d_model"].value
         pair = min(self.controls["pair"].value, d_model // 2 - 1)
         pe = sinusoidal_encoding(max_len=self.max_len, d_model=d_model)  # (max_len, d_model)
-        self.state = {"d_model": d_model, "pair": pair, "wavelength": viz.encoding_wavelength(pair, d_model), "pe": pe}
+        self.state = {
+            "d_model": d_model,
+            "pair": pair,
+            "wavelength": viz.encoding_wavelength(pair, d_model),
+            "pe": pe,
+        }
         return viz.plot_encoding_pair(pe, pair)
 
 
@@ -540,14 +601,19 @@ class ScheduleExplorer(FigureWidget):
     """
 
     DATA = ("steps",)
-    SITE = {"d_model": (64, 128, 256, 512, 1024), "warmup": (100, 500, 1000, 2000, 3000, 4000, 6000, 8000, 10000)}
+    SITE = {
+        "d_model": (64, 128, 256, 512, 1024),
+        "warmup": (100, 500, 1000, 2000, 3000, 4000, 6000, 8000, 10000),
+    }
 
     def __init__(self, steps: int = 20000):
         self.steps = steps
         super().__init__(
             {
                 "d_model": w.IntSlider(value=512, min=64, max=1024, step=64, description="d_model"),
-                "warmup": w.IntSlider(value=4000, min=100, max=10000, step=100, description="warmup"),
+                "warmup": w.IntSlider(
+                    value=4000, min=100, max=10000, step=100, description="warmup"
+                ),
             }
         )
 
@@ -561,15 +627,20 @@ class ScheduleExplorer(FigureWidget):
             "peak_step": max(range(self.steps), key=ours.__getitem__) + 1,
             "peak_lr": max(ours),
         }
-        return viz.plot_schedule({f"d_model={d_model}, warmup={warmup}": ours, "paper: 512, 4000": paper})
+        return viz.plot_schedule(
+            {f"d_model={d_model}, warmup={warmup}": ours, "paper: 512, 4000": paper}
+        )
 
     def site_values(self, name: str) -> list:
         return sorted({*self.SITE[name], self.controls[name].value})
 
 
-def _token_labels(vocab: Vocab, ids: torch.Tensor) -> list[str]:
-    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for a space."""
-    return [{"<bos>": "^", "<eos>": "$", " ": "·"}.get(vocab.itos[i], vocab.itos[i]) for i in ids.tolist()]
+def _token_labels(vocab: Vocab | SubwordVocab, ids: torch.Tensor) -> list[str]:
+    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for each space. A character
+    token ``" "`` reads ``·``; a subword piece carries its word's leading space, so ``" chat"`` reads ``·chat``
+    (never byte-level BPE's raw ``Ġchat``: :attr:`SubwordVocab.itos` holds each piece's text)."""
+    specials = {"<bos>": "^", "<eos>": "$"}
+    return [specials.get(vocab.itos[i], vocab.itos[i].replace(" ", "·")) for i in ids.tolist()]
 
 
 def _decoder_row_labels(reads: Sequence[str], writes: Sequence[str]) -> list[str]:
@@ -577,17 +648,35 @@ def _decoder_row_labels(reads: Sequence[str], writes: Sequence[str]) -> list[str
     return [f"{r}→{writes[i]}" if i < len(writes) else r for i, r in enumerate(reads)]
 
 
-def _check_source(vocab: Vocab, text: str, max_len: int) -> None:
-    """A readable ValueError for a source the model cannot translate."""
+def _check_source(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> None:
+    """A readable ValueError for a source the model cannot translate: an empty one, one with a character a
+    character :class:`Vocab` lacks, or one longer than the model's ``max_len`` positions (in tokens). A
+    :class:`SubwordVocab` knows every character (byte-level BPE spells an unseen one with byte tokens)."""
     if not text.strip():
-        raise ValueError("the source is empty: type some text, e.g. a date such as '3 march 1987'")
-    unknown = sorted({ch for ch in text if ch not in vocab.stoi})
-    if unknown:
-        known = "".join(ch for ch in vocab.itos if len(ch) == 1)
-        raise ValueError(f"the model knows no {', '.join(map(repr, unknown))}; it reads only these characters: "
-                         f"{known!r}")
-    if len(text) > max_len:
-        raise ValueError(f"the source has {len(text)} characters; this model reads at most {max_len}")
+        example = (
+            "a sentence" if isinstance(vocab, SubwordVocab) else "a date such as '3 march 1987'"
+        )
+        raise ValueError(f"the source is empty: type some text, e.g. {example}")
+    if isinstance(vocab, Vocab):
+        unknown = sorted({ch for ch in text if ch not in vocab.stoi})
+        if unknown:
+            known = "".join(ch for ch in vocab.itos if len(ch) == 1)
+            raise ValueError(
+                f"the model knows no {', '.join(map(repr, unknown))}; it reads only these "
+                f"characters: {known!r}"
+            )
+    length = len(vocab.encode(text))
+    if length > max_len:
+        unit = "characters" if isinstance(vocab, Vocab) else "tokens"
+        raise ValueError(f"the source has {length} {unit}; this model reads at most {max_len}")
+
+
+def _source_batch(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> torch.Tensor:
+    """``(1, S)`` token ids of the source ``text`` after :func:`_check_source`; for a :class:`SubwordVocab` the
+    text is first normalised as :func:`~transformer_lib.translation.translate` and the training text were."""
+    source = normalise_text(text) if isinstance(vocab, SubwordVocab) else text
+    _check_source(vocab, source, max_len)
+    return make_batch([(source, "")], vocab).src  # (1, S)
 
 
 class AttentionExplorer(FigureWidget):
@@ -601,10 +690,22 @@ class AttentionExplorer(FigureWidget):
 
     KINDS = ATTENTION_KINDS
     DATA = ("text", "translation", "_maps", "_labels")
-    model: Transformer | None = None  # None in a widget restored from a snapshot: it cannot read a new text
-    _rejected: tuple[str | None, str] = (None, "")  # the last source that could not be drawn, and why
+    model: Transformer | None = (
+        None  # None in a widget restored from a snapshot: it cannot read a new text
+    )
+    _rejected: tuple[str | None, str] = (
+        None,
+        "",
+    )  # the last source that could not be drawn, and why
 
-    def __init__(self, model: Transformer, vocab: Vocab, text: str, kind: str = "cross", max_len: int = 32):
+    def __init__(
+        self,
+        model: Transformer,
+        vocab: Vocab | SubwordVocab,
+        text: str,
+        kind: str = "cross",
+        max_len: int = 32,
+    ):
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {list(self.KINDS)}, got {kind!r}")
         self.model, self.vocab, self.max_len = model, vocab, max_len
@@ -612,13 +713,21 @@ class AttentionExplorer(FigureWidget):
         self._run(text)
         super().__init__(
             {
-                "text": w.Text(value=text, description="source (Enter redraws)", continuous_update=False),
-                "kind": w.Dropdown(
-                    options=[(words, k) for k, words in self.KINDS.items()], value=kind, description="attention"
+                "text": w.Text(
+                    value=text, description="source (Enter redraws)", continuous_update=False
                 ),
-                "layer": w.IntSlider(value=0, min=0, max=config.num_layers - 1, description="layer"),
+                "kind": w.Dropdown(
+                    options=[(words, k) for k, words in self.KINDS.items()],
+                    value=kind,
+                    description="attention",
+                ),
+                "layer": w.IntSlider(
+                    value=0, min=0, max=config.num_layers - 1, description="layer"
+                ),
                 "head": w.IntSlider(value=0, min=0, max=config.num_heads - 1, description="head"),
-                "query": w.IntSlider(value=0, min=0, max=self._query_count(kind) - 1, description="query"),
+                "query": w.IntSlider(
+                    value=0, min=0, max=self._query_count(kind) - 1, description="query"
+                ),
                 "scale": scale_control(),
             },
             caption=f"Type a source and press Enter to translate it and redraw. {TOKEN_SYMBOLS} {ROW_RULE}",
@@ -626,20 +735,28 @@ class AttentionExplorer(FigureWidget):
 
     def _run(self, text: str) -> None:
         if self.model is None:
-            raise ValueError("this copy of the explorer has no model to read a new source: run it in JupyterLab")
+            raise ValueError(
+                "this copy of the explorer has no model to read a new source: run it in JupyterLab"
+            )
         model, vocab = self.model, self.vocab
-        _check_source(vocab, text, model.config.max_len)
-        src = make_batch([(text, "")], vocab).src  # (1, S)
-        out = greedy_decode(model, src, self.max_len, vocab.bos_id, vocab.eos_id)[0]  # (<= max_len,)
+        src = _source_batch(vocab, text, model.config.max_len)  # (1, S)
+        out = greedy_decode(model, src, self.max_len, vocab.bos_id, vocab.eos_id)[
+            0
+        ]  # (<= max_len,)
         out = out[out != vocab.pad_id]
         tgt = torch.cat([torch.tensor([vocab.bos_id]), out[out != vocab.eos_id]])[None]  # (1, T)
         model.eval()
         with torch.no_grad(), capture_attention(model) as attention:
             model(src, tgt)
         self.text, self.translation = text, vocab.decode(out)
-        self._maps = {kind: [weights[0] for _, weights in attention.of_kind(kind)] for kind in self.KINDS}
+        self._maps = {
+            kind: [weights[0] for _, weights in attention.of_kind(kind)] for kind in self.KINDS
+        }
         source, reads = _token_labels(vocab, src[0]), _token_labels(vocab, tgt[0])
-        self._labels = {"source": source, "decoder": _decoder_row_labels(reads, _token_labels(vocab, out))}
+        self._labels = {
+            "source": source,
+            "decoder": _decoder_row_labels(reads, _token_labels(vocab, out)),
+        }
 
     def site_values(self, name: str) -> list:
         """As any widget's, but the query stays where it is on the static site: the map shows every query's row
@@ -665,7 +782,9 @@ class AttentionExplorer(FigureWidget):
             except ValueError as error:
                 self._rejected = (text, str(error))
                 raise
-        self.controls["query"].max = self._query_count(self.controls["kind"].value) - 1  # bounds follow the text
+        self.controls["query"].max = (
+            self._query_count(self.controls["kind"].value) - 1
+        )  # bounds follow the text
 
     def draw(self) -> Figure:
         c = {name: control.value for name, control in self.controls.items()}
@@ -682,7 +801,9 @@ class AttentionExplorer(FigureWidget):
             annotate=False,
             vmax=SCALES[c["scale"]],
             colorbar=True,
-            title=viz.plain(f"{self.KINDS[c['kind']]}, layer {c['layer']}, head {c['head']}  ->  {self.translation}"),
+            title=viz.plain(
+                f"{self.KINDS[c['kind']]}, layer {c['layer']}, head {c['head']}  ->  {self.translation}"
+            ),
         )
 
 
@@ -693,11 +814,14 @@ class DecodingExplorer(FigureWidget):
 
     DATA = ("rows", "tokens", "row_labels", "source")
 
-    def __init__(self, model: Transformer, vocab: Vocab, text: str, max_len: int = 32):
-        _check_source(vocab, text, model.config.max_len)
-        src = make_batch([(text, "")], vocab).src  # (1, S)
+    def __init__(
+        self, model: Transformer, vocab: Vocab | SubwordVocab, text: str, max_len: int = 32
+    ):
+        src = _source_batch(vocab, text, model.config.max_len)  # (1, S)
         with capture_attention(model) as attention:
-            out = greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id)[0]  # cached: one call per step
+            out = greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id)[
+                0
+            ]  # cached: one call per step
         layer = attention.of_kind("cross")[-1][0]
         self.rows = torch.cat([step[0].mean(0) for step in attention.calls[layer]])  # (steps, S)
         self.tokens = _token_labels(vocab, out[out != vocab.pad_id])
@@ -717,7 +841,13 @@ class DecodingExplorer(FigureWidget):
         shown[step:] = 0  # not written yet
         labels = self.row_labels[:step] + [""] * (len(self.tokens) - step)
         written = "".join(self.tokens[:step])
-        self.state = {"step": step, "scale": scale, "written": written, "row": self.rows[step - 1], "labels": labels}
+        self.state = {
+            "step": step,
+            "scale": scale,
+            "written": written,
+            "row": self.rows[step - 1],
+            "labels": labels,
+        }
         return viz.plot_attention(
             shown,
             labels,
@@ -739,18 +869,34 @@ class RotaryPairExplorer(FigureWidget):
 
     DATA = ("vector", "theta", "key_position")
 
-    def __init__(self, vector: torch.Tensor, theta: float = 10000.0, max_position: int = 63, key_position: int = 0):
+    def __init__(
+        self,
+        vector: torch.Tensor,
+        theta: float = 10000.0,
+        max_position: int = 63,
+        key_position: int = 0,
+    ):
         if vector.dim() != 1 or vector.numel() % 2:
-            raise ValueError(f"vector must be 1-D with an even width d_k, got shape {tuple(vector.shape)}")
-        self.vector, self.theta, self.key_position = vector.detach().float(), float(theta), key_position
+            raise ValueError(
+                f"vector must be 1-D with an even width d_k, got shape {tuple(vector.shape)}"
+            )
+        self.vector, self.theta, self.key_position = (
+            vector.detach().float(),
+            float(theta),
+            key_position,
+        )
         super().__init__(
             {
                 "position": w.IntSlider(value=3, min=0, max=max_position, description="query at"),
-                "pair": w.IntSlider(value=0, min=0, max=vector.numel() // 2 - 1, description="pair i"),
+                "pair": w.IntSlider(
+                    value=0, min=0, max=vector.numel() // 2 - 1, description="pair i"
+                ),
             }
         )
 
     def draw(self) -> Figure:
         position, pair = self.controls["position"].value, self.controls["pair"].value
         self.state = {"position": position, "pair": pair}
-        return viz.plot_rotary_pair(self.vector, pair, [position], self.theta, key_position=self.key_position)
+        return viz.plot_rotary_pair(
+            self.vector, pair, [position], self.theta, key_position=self.key_position
+        )

@@ -16,7 +16,7 @@ them as they are: ``trainer.fit(batches, num_steps)``.
 import random
 from collections.abc import Iterator, Sequence
 
-from .._arguments import is_int
+from .._arguments import check_non_negative_ints, check_positive_ints
 from .data import Batch, make_batch
 
 __all__ = ["LengthBatches"]
@@ -35,24 +35,52 @@ class LengthBatches:
     filled greedily along that order; then the batches are shuffled, so training does not see short sentences
     first and long ones last. The plan is the same on every machine.
 
+    ``by_length=False`` skips the sort: batches are filled along the shuffled order, within the same budget.
+    That is the baseline that shows what sorting saves (compare :meth:`padding_fraction`), not a way to train.
+
     ``batches(step)`` (or calling the object) is the batch of training step ``step``, counting across epochs,
     the form that :meth:`Trainer.fit <transformer_lib.training.train.Trainer.fit>` takes: a resumed run sees the same
     batches as an uninterrupted one. ``epoch(e)`` iterates over one epoch's batches.
     """
 
-    def __init__(self, pairs: Sequence[tuple[str, str]], vocab, max_tokens: int, seed: int = 0):
-        if not is_int(max_tokens) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a whole number >= 1, got {max_tokens!r}")
+    def __init__(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        vocab,
+        max_tokens: int,
+        seed: int = 0,
+        by_length: bool = True,
+    ):
+        check_positive_ints(max_tokens=max_tokens)
+        if not isinstance(by_length, bool):
+            raise TypeError(f"by_length must be True or False, got {by_length!r}")
         if not pairs:
             raise ValueError("LengthBatches needs at least one (source, target) pair")
         for pair in pairs:
-            if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
-                raise TypeError(f"LengthBatches takes (source text, target text) pairs, got an element {pair!r}")
+            if not (
+                isinstance(pair, tuple | list)
+                and len(pair) == 2
+                and all(isinstance(t, str) for t in pair)
+            ):
+                raise TypeError(
+                    f"LengthBatches takes (source text, target text) pairs, got an element {pair!r}"
+                )
         self.pairs, self.vocab, self.max_tokens, self.seed = list(pairs), vocab, max_tokens, seed
-        encode_all = getattr(vocab, "encode_batch", None) or (lambda texts: [vocab.encode(t) for t in texts])
-        self.src_lengths = [len(ids) for ids in encode_all([s for s, _ in self.pairs])]  # S of each pair alone
-        self.tgt_lengths = [len(ids) + 1 for ids in encode_all([t for _, t in self.pairs])]  # T: + <bos> or <eos>
-        too_long = [i for i in range(len(self.pairs)) if self.src_lengths[i] + self.tgt_lengths[i] > max_tokens]
+        self.by_length = by_length
+        encode_all = getattr(vocab, "encode_batch", None) or (
+            lambda texts: [vocab.encode(t) for t in texts]
+        )
+        self.src_lengths = [
+            len(ids) for ids in encode_all([s for s, _ in self.pairs])
+        ]  # S of each pair alone
+        self.tgt_lengths = [
+            len(ids) + 1 for ids in encode_all([t for _, t in self.pairs])
+        ]  # T: + <bos> or <eos>
+        too_long = [
+            i
+            for i in range(len(self.pairs))
+            if self.src_lengths[i] + self.tgt_lengths[i] > max_tokens
+        ]
         if too_long:
             i = max(too_long, key=lambda j: self.src_lengths[j] + self.tgt_lengths[j])
             raise ValueError(
@@ -60,23 +88,29 @@ class LengthBatches:
                 f"{self.pairs[i]!r}, costs {self.src_lengths[i]} source + {self.tgt_lengths[i]} target tokens: raise "
                 f"max_tokens to at least {self.src_lengths[i] + self.tgt_lengths[i]} or leave such pairs out"
             )
-        self._plans: dict[int, list[list[int]]] = {}  # the last epoch planned (recomputed when asked again)
+        self._plans: dict[
+            int, list[list[int]]
+        ] = {}  # the last epoch planned (recomputed when asked again)
         self._epoch_starts = [0]  # step at which epoch e starts, for the epochs planned so far
 
     def plan(self, epoch: int) -> list[list[int]]:
         """Epoch ``epoch``'s batches as lists of pair indices, in the order training reads them."""
-        if not is_int(epoch) or epoch < 0:
-            raise ValueError(f"epoch must be a whole number >= 0, got {epoch!r}")
+        check_non_negative_ints(epoch=epoch)
         if epoch in self._plans:
             return self._plans[epoch]
         rng = random.Random(f"{self.seed}/epoch/{epoch}")
         order = list(range(len(self.pairs)))
         rng.shuffle(order)
-        order.sort(key=lambda i: (self.src_lengths[i], self.tgt_lengths[i]))  # stable: ties keep the shuffle
+        if self.by_length:
+            order.sort(
+                key=lambda i: (self.src_lengths[i], self.tgt_lengths[i])
+            )  # stable: ties keep the shuffle
         plan, batch, longest_src, longest_tgt = [], [], 0, 0
         for i in order:
             src, tgt = max(longest_src, self.src_lengths[i]), max(longest_tgt, self.tgt_lengths[i])
-            if batch and (len(batch) + 1) * (src + tgt) > self.max_tokens:  # adding pair i would overflow
+            if (
+                batch and (len(batch) + 1) * (src + tgt) > self.max_tokens
+            ):  # adding pair i would overflow
                 plan.append(batch)
                 batch, src, tgt = [], self.src_lengths[i], self.tgt_lengths[i]
             batch.append(i)
@@ -101,10 +135,11 @@ class LengthBatches:
 
     def locate(self, step: int) -> tuple[int, int]:
         """``(epoch, index of the batch within it)`` of training step ``step`` (steps count from 0)."""
-        if not is_int(step) or step < 0:
-            raise ValueError(f"step must be a whole number >= 0, got {step!r}")
+        check_non_negative_ints(step=step)
         while self._epoch_starts[-1] <= step:  # plan epochs until one ends after this step
-            self._epoch_starts.append(self._epoch_starts[-1] + self.num_batches(len(self._epoch_starts) - 1))
+            self._epoch_starts.append(
+                self._epoch_starts[-1] + self.num_batches(len(self._epoch_starts) - 1)
+            )
         epoch = max(e for e, start in enumerate(self._epoch_starts) if start <= step)
         return epoch, step - self._epoch_starts[epoch]
 
@@ -131,6 +166,7 @@ class LengthBatches:
 
     def __repr__(self) -> str:
         return (
-            f"LengthBatches({len(self.pairs):,} pairs, max_tokens={self.max_tokens:,}: epoch 0 has "
+            f"LengthBatches({len(self.pairs):,} pairs, max_tokens={self.max_tokens:,}"
+            f"{'' if self.by_length else ', not sorted by length'}: epoch 0 has "
             f"{self.num_batches(0):,} batches, {self.padding_fraction(0):.1%} padding)"
         )

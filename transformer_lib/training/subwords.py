@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from .._arguments import is_int
+from .._arguments import check_non_negative_ints, check_positive_ints, check_token_id
 from .data import BOS, EOS, PAD, UNK
 
 __all__ = ["Merge", "learn_bpe", "segment", "SubwordVocab", "SPECIAL_TOKENS", "MIN_VOCAB_SIZE"]
@@ -75,18 +75,22 @@ def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list
     Words are taken as given: to learn where words start (as :class:`SubwordVocab` does, whose pieces carry
     their leading space), write the marker into the words, e.g. ``"▁low"``.
     """
-    if not is_int(num_merges) or num_merges < 0:
-        raise ValueError(f"num_merges must be a whole number >= 0, got {num_merges!r}")
+    check_non_negative_ints(num_merges=num_merges)
     if isinstance(words, str):
-        raise TypeError("learn_bpe takes a list of words or a {word: count} dict, got one str; split it: text.split()")
+        raise TypeError(
+            "learn_bpe takes a list of words or a {word: count} dict, got one str; split it: text.split()"
+        )
     counts = dict(words) if isinstance(words, Mapping) else Counter(words)
     for word, count in counts.items():
         if not isinstance(word, str) or not word:
             raise ValueError(f"every word must be a non-empty str, got {word!r}")
-        if not is_int(count) or count < 1:
-            raise ValueError(f"every count must be a whole number >= 1, got {count!r} for {word!r}")
-    age = {ch: rank for rank, ch in enumerate(sorted({ch for word in counts for ch in word}))}  # older = smaller
-    spelled = {tuple(word): count for word, count in counts.items()}  # each word as its current symbols
+        check_positive_ints(**{f"the count of {word!r}": count})
+    age = {
+        ch: rank for rank, ch in enumerate(sorted({ch for word in counts for ch in word}))
+    }  # older = smaller
+    spelled = {
+        tuple(word): count for word, count in counts.items()
+    }  # each word as its current symbols
     merges: list[Merge] = []
     for _ in range(num_merges):
         pairs: Counter[tuple[str, str]] = Counter()
@@ -95,7 +99,9 @@ def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list
                 pairs[pair] += count
         if not pairs:
             break
-        left, right = min(pairs, key=lambda p: (-pairs[p], age[p[0]], age[p[1]]))  # most frequent, then oldest
+        left, right = min(
+            pairs, key=lambda p: (-pairs[p], age[p[0]], age[p[1]])
+        )  # most frequent, then oldest
         merges.append(Merge(left, right, pairs[left, right]))
         age.setdefault(left + right, len(age))
         spelled = {_merge_word(symbols, left, right): count for symbols, count in spelled.items()}
@@ -118,8 +124,15 @@ def segment(word: str, merges: Sequence[Merge]) -> list[str]:
 # BPE at scale
 
 
-SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # ids 0-3, as in data.Vocab: <pad>=0, <bos>=1, <eos>=2, <unk>=3
-MIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 256 + 1  # the specials, the 256 bytes, and at least one merge
+SPECIAL_TOKENS = (
+    PAD,
+    BOS,
+    EOS,
+    UNK,
+)  # ids 0-3, as in data.Vocab: <pad>=0, <bos>=1, <eos>=2, <unk>=3
+MIN_VOCAB_SIZE = (
+    len(SPECIAL_TOKENS) + 256 + 1
+)  # the specials, the 256 bytes, and at least one merge
 
 
 def _tokenizers():
@@ -180,8 +193,12 @@ class SubwordVocab:
         or :meth:`load`."""
         tk = _tokenizers()
         if not isinstance(tokenizer, tk.Tokenizer):
-            raise TypeError(f"SubwordVocab wraps a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
-        if not isinstance(tokenizer.model, tk.models.BPE) or not isinstance(tokenizer.decoder, tk.decoders.ByteLevel):
+            raise TypeError(
+                f"SubwordVocab wraps a tokenizers.Tokenizer, got {type(tokenizer).__name__}"
+            )
+        if not isinstance(tokenizer.model, tk.models.BPE) or not isinstance(
+            tokenizer.decoder, tk.decoders.ByteLevel
+        ):
             raise ValueError(
                 "SubwordVocab needs a byte-level BPE tokenizer (as SubwordVocab.train makes), got a "
                 f"{type(tokenizer.model).__name__} model with decoder {type(tokenizer.decoder).__name__}"
@@ -189,7 +206,9 @@ class SubwordVocab:
         found = [tokenizer.id_to_token(i) for i in range(len(SPECIAL_TOKENS))]
         if found != list(SPECIAL_TOKENS):
             raise ValueError(f"the tokenizer's ids 0-3 must be {list(SPECIAL_TOKENS)}, got {found}")
-        tokenizer.encode_special_tokens = True  # "<eos>" typed in a sentence is text, not the end of it
+        tokenizer.encode_special_tokens = (
+            True  # "<eos>" typed in a sentence is text, not the end of it
+        )
         self.tokenizer = tokenizer
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(len(SPECIAL_TOKENS))
         self._size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -198,7 +217,9 @@ class SubwordVocab:
     # -- making, saving, loading
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> "SubwordVocab":
+    def train(
+        cls, texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2
+    ) -> "SubwordVocab":
         """Learn a vocabulary of ``vocab_size`` ids (specials and bytes included) from ``texts``: give it the
         source *and* target sentences of the training split, never a held-out one.
 
@@ -206,24 +227,29 @@ class SubwordVocab:
         ``vocab_size`` on a small corpus. The result is the same on every run and machine.
         """
         tk = _tokenizers()
-        if not is_int(vocab_size) or vocab_size < MIN_VOCAB_SIZE:
+        check_positive_ints(vocab_size=vocab_size, min_frequency=min_frequency)
+        if vocab_size < MIN_VOCAB_SIZE:  # the wording of _arguments' minimum rule, with its reason
             raise ValueError(
-                f"vocab_size must be a whole number >= {MIN_VOCAB_SIZE} (4 special tokens, 256 bytes and at least "
-                f"one merge), got {vocab_size!r}"
+                f"vocab_size must be >= {MIN_VOCAB_SIZE} (4 special tokens, 256 bytes and at least one merge), "
+                f"got vocab_size={vocab_size}"
             )
-        if not is_int(min_frequency) or min_frequency < 1:
-            raise ValueError(f"min_frequency must be a whole number >= 1, got {min_frequency!r}")
         if isinstance(texts, str):
-            raise TypeError("SubwordVocab.train takes a list of sentences, got one str; wrap it: [text]")
+            raise TypeError(
+                "SubwordVocab.train takes a list of sentences, got one str; wrap it: [text]"
+            )
         texts = list(texts)
         bad = next((t for t in texts if not isinstance(t, str)), None)
         if bad is not None:
             raise TypeError(f"SubwordVocab.train takes sentences (str), got an element {bad!r}")
         if not any(texts):
-            raise ValueError("SubwordVocab.train needs at least one non-empty sentence to learn from")
+            raise ValueError(
+                "SubwordVocab.train needs at least one non-empty sentence to learn from"
+            )
         tokenizer = tk.Tokenizer(tk.models.BPE())
         tokenizer.normalizer = tk.normalizers.NFC()
-        tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tokenizer.pre_tokenizer = tk.pre_tokenizers.ByteLevel(
+            add_prefix_space=False, use_regex=True
+        )
         tokenizer.decoder = tk.decoders.ByteLevel()
         trainer = tk.trainers.BpeTrainer(
             vocab_size=vocab_size,
@@ -252,7 +278,9 @@ class SubwordVocab:
         try:
             tokenizer = tk.Tokenizer.from_str(path.read_text(encoding="utf-8"))
         except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
-            raise ValueError(f"{path} is not a tokenizers JSON file written by SubwordVocab.save: {exc}") from None
+            raise ValueError(
+                f"{path} is not a tokenizers JSON file written by SubwordVocab.save: {exc}"
+            ) from None
         return cls(tokenizer)
 
     # -- the Vocab interface
@@ -277,7 +305,9 @@ class SubwordVocab:
         """``[encode(t) for t in texts]``, computed in one call (in parallel, in Rust)."""
         bad = next((t for t in texts if not isinstance(t, str)), None)
         if bad is not None or isinstance(texts, str):
-            raise TypeError(f"encode_batch takes a list of str, got an element {bad if bad is not None else texts!r}")
+            raise TypeError(
+                f"encode_batch takes a list of str, got an element {bad if bad is not None else texts!r}"
+            )
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
@@ -296,10 +326,7 @@ class SubwordVocab:
             ids = ids.tolist()
         kept = []
         for i in ids:
-            if not is_int(i):
-                raise TypeError(f"SubwordVocab.decode takes a sequence of int ids, got an element {i!r}")
-            if not 0 <= i < len(self):
-                raise ValueError(f"id {i} is not in this vocabulary: expected 0 <= id < {len(self)}")
+            check_token_id("id", i, len(self))
             if i == self.eos_id:
                 break
             if i not in (self.pad_id, self.bos_id):
@@ -311,8 +338,7 @@ class SubwordVocab:
     def token_text(self, token_id: int) -> str:
         """The text one token stands for, e.g. ``" beaucoup"`` (a leading space is part of a piece). A piece
         that holds only part of a character's UTF-8 bytes shows them as ``<0xE4>``; specials are their names."""
-        if not is_int(token_id) or not 0 <= token_id < len(self):
-            raise ValueError(f"token_id must be a whole number in [0, {len(self)}), got {token_id!r}")
+        check_token_id("token_id", token_id, len(self))
         token = self.tokenizer.id_to_token(int(token_id))
         if token_id < len(SPECIAL_TOKENS):
             return token
@@ -341,6 +367,8 @@ class SubwordVocab:
         pairs = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
         to_text = _unicode_to_byte()
         return [
-            tuple(bytes(to_text[ch] for ch in side).decode("utf-8", errors="replace") for side in pair)
+            tuple(
+                bytes(to_text[ch] for ch in side).decode("utf-8", errors="replace") for side in pair
+            )
             for pair in pairs
         ]

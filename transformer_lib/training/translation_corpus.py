@@ -26,7 +26,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .._arguments import is_int
+from .._arguments import check_choice, check_non_negative_ints, check_positive_ints
 
 __all__ = [
     "ATTRIBUTION",
@@ -69,7 +69,10 @@ def normalise_text(text: str) -> str:
         category = unicodedata.category(ch)
         if category == "Zs" or ch in "\t\n\r\f\v":
             kept.append(" ")
-        elif category not in ("Cf", "Cc"):  # format and control characters: invisible, or breaking the TSV
+        elif category not in (
+            "Cf",
+            "Cc",
+        ):  # format and control characters: invisible, or breaking the TSV
             kept.append(ch)
     return " ".join("".join(kept).split())
 
@@ -115,12 +118,16 @@ def split_pairs(
     pairs, then to ``test`` until it holds at least ``num_test``; the rest is training. A split may exceed
     its size by less than one group. Within a split, pairs keep their input order.
     """
-    for name, value in (("num_valid", num_valid), ("num_test", num_test)):
-        if not is_int(value) or value < 0:
-            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    check_non_negative_ints(num_valid=num_valid, num_test=num_test)
     for pair in pairs:
-        if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(t, str) for t in pair)):
-            raise TypeError(f"split_pairs takes (english, french) pairs of str, got an element {pair!r}")
+        if not (
+            isinstance(pair, tuple | list)
+            and len(pair) == 2
+            and all(isinstance(t, str) for t in pair)
+        ):
+            raise TypeError(
+                f"split_pairs takes (english, french) pairs of str, got an element {pair!r}"
+            )
     groups = _group_of(pairs)
     sizes: dict[str, int] = {}
     for group in groups:
@@ -132,7 +139,13 @@ def split_pairs(
     order = sorted(sizes, key=lambda g: hashlib.sha256(f"{seed}/{g}".encode()).hexdigest())
     split_of_group, filled = {}, {"valid": 0, "test": 0}
     for group in order:
-        split = "valid" if filled["valid"] < num_valid else "test" if filled["test"] < num_test else "train"
+        split = (
+            "valid"
+            if filled["valid"] < num_valid
+            else "test"
+            if filled["test"] < num_test
+            else "train"
+        )
         split_of_group[group] = split
         if split != "train":
             filled[split] += sizes[group]
@@ -144,7 +157,13 @@ def split_pairs(
 
 def shipped_pairs_path() -> Path:
     """Where the package keeps the shipped pairs (inside the installed package: no network needed)."""
-    return Path(str(resources.files("transformer_lib").joinpath("data_files", "tatoeba_fra_eng", SHIPPED_FILE)))
+    return Path(
+        str(
+            resources.files("transformer_lib").joinpath(
+                "data_files", "tatoeba_fra_eng", SHIPPED_FILE
+            )
+        )
+    )
 
 
 def read_pairs(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
@@ -162,7 +181,9 @@ def read_pairs(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         text = raw.decode("utf-8")
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not a readable UTF-8 (gzip) text file: {type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"{path} is not a readable UTF-8 (gzip) text file: {type(exc).__name__}: {exc}"
+        ) from None
     if shipped and hashlib.sha256(raw).hexdigest() != SHIPPED_TEXT_SHA256:
         raise ValueError(
             f"{path} does not hold the shipped pairs (its text's SHA-256 is {hashlib.sha256(raw).hexdigest()}, "
@@ -172,7 +193,9 @@ def read_pairs(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split("\t")
         if len(fields) != 2:
-            raise ValueError(f"{path}, line {number}: expected English<TAB>French, got {len(fields)} fields: {line!r}")
+            raise ValueError(
+                f"{path}, line {number}: expected English<TAB>French, got {len(fields)} fields: {line!r}"
+            )
         pairs.append((fields[0], fields[1]))
     return pairs
 
@@ -205,10 +228,8 @@ class TatoebaCorpus:
         seed: int = 0,
         path: str | os.PathLike | None = None,
     ):
-        if not is_int(max_words) or max_words < 1:
-            raise ValueError(f"max_words must be a whole number >= 1, got {max_words!r}")
-        if direction not in self.DIRECTIONS:
-            raise ValueError(f"direction must be one of {self.DIRECTIONS}, got {direction!r}")
+        check_positive_ints(max_words=max_words)
+        check_choice("direction", direction, self.DIRECTIONS)
         self.max_words, self.direction, self.seed = max_words, direction, seed
         splits = (
             _shipped_splits(num_valid, num_test, seed)
@@ -217,7 +238,9 @@ class TatoebaCorpus:
         )
         flip = direction == "fr-en"
         for name, pairs in splits.items():
-            kept = [(fr, en) if flip else (en, fr) for en, fr in pairs if len(en.split()) <= max_words]
+            kept = [
+                (fr, en) if flip else (en, fr) for en, fr in pairs if len(en.split()) <= max_words
+            ]
             setattr(self, f"{name}_pairs", kept)
         self.train_pairs: list[tuple[str, str]]
         self.valid_pairs: list[tuple[str, str]]
@@ -225,5 +248,9 @@ class TatoebaCorpus:
         self.attribution = ATTRIBUTION
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{name}={len(getattr(self, name + '_pairs')):,}" for name in ("train", "valid", "test"))
-        return f"TatoebaCorpus({self.direction}, max_words={self.max_words}: {sizes}; {ATTRIBUTION})"
+        sizes = ", ".join(
+            f"{name}={len(getattr(self, name + '_pairs')):,}" for name in ("train", "valid", "test")
+        )
+        return (
+            f"TatoebaCorpus({self.direction}, max_words={self.max_words}: {sizes}; {ATTRIBUTION})"
+        )

@@ -30,6 +30,7 @@ from .nb11_gpt_and_bert import (
     check_mask_tokens,
     check_next_token_loss,
 )
+from .nb12_translation import check_merge_step
 from .nb13_modern_decoder import (
     check_kv_heads_for_budget,
     check_repeat_kv,
@@ -63,6 +64,7 @@ __all__ = [
     "check_mask_tokens",
     "check_gpt_block",
     "check_lm_parameter_count",
+    "check_merge_step",
     "check_rms_norm",
     "check_rotary_attention",
     "check_swiglu",
