@@ -351,6 +351,7 @@ def train(
     device: torch.device | str = "cpu",
     progress: bool = True,
     checkpoint_seconds: float = 60.0,
+    clock: str = "wall",
 ) -> Trainer:
     """Train (or resume) the model of ``folder`` for ``recipe.minutes`` minutes of training; returns the trainer.
 
@@ -362,7 +363,14 @@ def train(
     of training (checked after every step), greedy BLEU on ``recipe.valid_pairs`` valid pairs (:func:`spread`) is
     logged and the weights are kept as ``weights_<m>min.pt``. Time spent evaluating is not training time; both
     are logged.
+
+    ``clock="cpu"`` counts the budget and the marks in the process's CPU seconds instead of wall-clock
+    seconds: on a machine shared with other jobs, wall time says little about the work done, while one
+    thread's CPU time is what the same run takes on an idle core.
     """
+    if clock not in ("wall", "cpu"):
+        raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+    spent_key = "cpu_seconds" if clock == "cpu" else "train_seconds"
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     corpus = corpus if corpus is not None else TatoebaCorpus()
@@ -389,16 +397,17 @@ def train(
         log = json.loads((folder / LOG_FILE).read_text(encoding="utf-8"))
         print(f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training minutes done")
     log["threads"] = torch.get_num_threads()
+    log["clock"] = clock
     pairs = _pairs_that_fit(corpus.train_pairs, vocab, recipe.max_len)
     batches = LengthBatches(pairs, vocab, recipe.max_tokens, recipe.seed)
     valid = spread(corpus.valid_pairs, recipe.valid_pairs)
     budget = recipe.minutes * 60
-    marks = [m for m in recipe.eval_minutes if m * 60 > log["train_seconds"] and m <= recipe.minutes]
+    marks = [m for m in recipe.eval_minutes if m * 60 > log[spent_key] and m <= recipe.minutes]
     bar = tqdm(
         total=round(budget),
-        initial=min(round(log["train_seconds"]), round(budget)),
+        initial=min(round(log[spent_key]), round(budget)),
         disable=not progress,
-        desc="training seconds",
+        desc=f"training seconds ({clock})",
         mininterval=2.0,
     )
 
@@ -419,21 +428,21 @@ def train(
         save_weights(trainer.model, folder / f"weights_{label:g}min.pt", trainer.step)
         bar.write(f"valid BLEU {bleu:5.2f} at {label:g} training minutes (step {trainer.step})")
 
-    saved_at = log["train_seconds"]
-    while log["train_seconds"] < budget:
+    saved_at = log[spent_key]
+    while log[spent_key] < budget:
         wall, cpu = time.perf_counter(), time.process_time()
         trainer.fit(batches, trainer.step + 1, progress=False)  # one step: the clock is checked after each
         log["train_seconds"] += time.perf_counter() - wall
         log["cpu_seconds"] += time.process_time() - cpu
-        bar.update(min(round(log["train_seconds"]), round(budget)) - bar.n)
+        bar.update(min(round(log[spent_key]), round(budget)) - bar.n)
         bar.set_postfix(step=trainer.step, loss=f"{trainer.history.loss[-1]:.3f}", refresh=False)
-        while marks and log["train_seconds"] >= marks[0] * 60:
+        while marks and log[spent_key] >= marks[0] * 60:
             evaluate_now(marks.pop(0))
-        done = log["train_seconds"] >= budget
-        if done or log["train_seconds"] - saved_at >= checkpoint_seconds:
+        done = log[spent_key] >= budget
+        if done or log[spent_key] - saved_at >= checkpoint_seconds:
             trainer.save_checkpoint(folder / CHECKPOINT_FILE)  # the log is written with it: they always agree
             _write_json(folder / LOG_FILE, log)
-            saved_at = log["train_seconds"]
+            saved_at = log[spent_key]
     bar.close()
     if progress:
         print(
@@ -522,12 +531,15 @@ def evaluate(
     length_penalty: float = 0.6,
     subset: int = 200,
     device: torch.device | str = "cpu",
+    run_folder: str | os.PathLike | None = None,
 ) -> dict:
     """Score the model of ``folder`` on the **test** split and write ``metrics.json`` there.
 
     BLEU and chrF of greedy decoding, of beam search (``beam_width``, ``length_penalty``) and of the baseline
     that copies the source (English words that French shares: names, numbers, punctuation); and greedy BLEU on
-    the first ``subset`` test pairs, the number the shipped model's test recomputes.
+    the first ``subset`` test pairs, the number the shipped model's test recomputes. With ``run_folder``
+    (the run that made the model), the weights it kept at each of its recipe's ``eval_minutes`` are scored
+    too, with beam search: the test-BLEU curve of training, read after training has ended.
     """
     folder = Path(folder)
     corpus = corpus if corpus is not None else TatoebaCorpus()
@@ -551,8 +563,30 @@ def evaluate(
     results["length_penalty"] = length_penalty
     results[f"greedy_bleu_first_{subset}"] = round(score_split(model, vocab, test[:subset])["bleu"], 2)
     results["subset"] = subset
+    if run_folder is not None:
+        results["curve"] = _test_curve(Path(run_folder), vocab, test, beam_width, length_penalty, device)
     _write_json(folder / METRICS_FILE, results)
     return results
+
+
+def _test_curve(
+    run_folder: Path,
+    vocab: SubwordVocab,
+    test: Sequence[tuple[str, str]],
+    beam_width: int,
+    length_penalty: float,
+    device: torch.device | str,
+) -> list[dict]:
+    """Beam-search test BLEU of each ``weights_<m>min.pt`` that :func:`train` kept in ``run_folder``."""
+    log = json.loads((run_folder / LOG_FILE).read_text(encoding="utf-8"))
+    model = Transformer(model_config(_read_recipe(run_folder), len(vocab), vocab.pad_id)).to(device)
+    curve = []
+    for entry in log["curve"]:
+        load_model_weights(model, run_folder / f"weights_{entry['minutes']:g}min.pt")
+        hyps = translate(model.eval(), vocab, [s for s, _ in test], beam_width, length_penalty)
+        bleu = round(corpus_bleu(hyps, [t for _, t in test]), 2)
+        curve.append({**entry, f"test_bleu_beam{beam_width}": bleu})
+    return curve
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -576,10 +610,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p_train.add_argument("--minutes", type=float, default=None, help="training minutes (default: the recipe's)")
     p_train.add_argument("--device", default="cpu", help="cpu (the CPU recipe) or cuda (the bigger recipe)")
+    p_train.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall",
+        help="count the training budget in wall-clock or process CPU seconds (default %(default)s)",
+    )
     p_train.add_argument("--ship", default=None, help="after training, copy the model (float16) to this folder")
     p_eval = sub.add_parser("evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline")
     p_eval.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
     p_eval.add_argument("--device", default="cpu")
+    p_eval.add_argument(
+        "--run-folder", default=None,
+        help="the training run's folder: also score the weights it kept at each eval minute",
+    )
     p_tr = sub.add_parser("translate", help="translate sentences given as arguments, or one per line on stdin")
     p_tr.add_argument("sentences", nargs="*")
     p_tr.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
@@ -590,16 +632,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         device = pick_device(args.device)
         if args.command == "train":
             recipe = _recipe_for(device, args.minutes)
-            train(args.folder, recipe, device=device)
+            train(args.folder, recipe, device=device, clock=args.clock)
             if args.ship:
                 print(f"shipped to {save_shipped_model(args.folder, args.ship)}")
         elif args.command == "evaluate":
-            results = evaluate(args.folder, device=device)
+            results = evaluate(args.folder, device=device, run_folder=args.run_folder)
             print(f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on detokenised output")
             for name in ("greedy", "beam4", "copy_source"):
                 print(f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF {results[name]['chrf']:6.2f}")
             subset_key = f"greedy_bleu_first_{results['subset']}"
             print(f"  greedy BLEU on the first {results['subset']} test pairs: {results[subset_key]:.2f}")
+            for point in results.get("curve", []):
+                print(
+                    f"  after {point['minutes']:g} training minutes (step {point['step']}): "
+                    f"beam-4 test BLEU {point['test_bleu_beam4']:.2f}"
+                )
         else:
             sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
             model, vocab = load_translator(args.folder, device)
