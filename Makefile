@@ -114,8 +114,10 @@ experiments: setup  ## notebook 10's Table 3 grid; resumable: runs already in re
 TRANSLATION_MODEL := transformer_lib/data_files/translation_model
 .PHONY: translation-model
 translation-model: setup  ## notebook 12's trained English-French model and its test BLEU (about 20 min on 2 cores)
-	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation train --folder checkpoints/translation --ship $(TRANSLATION_MODEL)
-	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation evaluate --folder $(TRANSLATION_MODEL)
+	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation train --folder checkpoints/translation --clock cpu \
+		--ship $(TRANSLATION_MODEL)
+	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation evaluate --folder $(TRANSLATION_MODEL) \
+		--run-folder checkpoints/translation
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

@@ -37,6 +37,9 @@ def test_the_shipped_translation_models_scores_in_the_readme_are_its_metrics():
     assert f"greedy {metrics['greedy']['bleu']:.1f}" in README
     assert f"chrF {metrics['beam4']['chrf']:.1f} and {metrics['greedy']['chrf']:.1f}" in README
     assert f"scores {metrics['copy_source']['bleu']:.1f}" in README
+    for point in metrics["curve"]:  # the test-BLEU curve of the kept weights
+        assert f"{point['test_bleu_beam4']:.1f} after {point['minutes']:g}" in README
+    assert f"trained {metrics['curve'][-1]['step']:,} steps" in README
 
 
 def _library_table() -> list[tuple[str, list[str]]]:
