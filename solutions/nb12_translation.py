@@ -5,9 +5,9 @@ from itertools import pairwise
 
 
 def my_merge_step(words):
-    """One BPE merge: count adjacent symbol pairs inside each word, weighted by the word's count; pick
-    the most frequent, ties to the smallest ``(left, right)``; merge it in every word, left to right,
-    without overlap."""
+    """One BPE merge: count adjacent symbol pairs inside each word, weighted by the word's count;
+    pick the most frequent, ties to the smallest ``(left, right)``; merge it in every word, left to
+    right, without overlap."""
     counts = Counter()
     for symbols, count in words.items():
         for left, right in pairwise(symbols):  # adjacent symbols inside one word

@@ -1,5 +1,5 @@
-"""The real-language data of notebook 12: the shipped Tatoeba pairs and their splits, BPE by hand and at scale,
-and batches by length within a token budget."""
+"""The real-language data of notebook 12: the shipped Tatoeba pairs and their splits, BPE by hand
+and at scale, and batches by length within a token budget."""
 
 import gzip
 import hashlib
@@ -23,8 +23,9 @@ from transformer_lib.training.translation_corpus import (
 
 DATA_DIR = translation_corpus.shipped_pairs_path().parent
 
-# What every machine must hold out: the SHA-256 of the valid then test pairs of the default corpus, one
-# "English<TAB>French" line each, in order. A change here changes what the course's BLEU is measured on.
+# What every machine must hold out: the SHA-256 of the valid then test pairs of the default corpus,
+# one "English<TAB>French" line each, in order. A change here changes what the course's BLEU is
+# measured on.
 HELD_OUT_SHA256 = "3b56ddd15e0485bcc7f67df5ef0c18fc5733907f85f17c11c278214e18257292"
 
 
@@ -35,14 +36,15 @@ def corpus() -> TatoebaCorpus:
 
 @pytest.fixture(scope="module")
 def vocab(corpus) -> SubwordVocab:
-    """A small vocabulary from the first 20,000 training pairs (the notebook trains 8000 tokens on all)."""
+    """A small vocabulary from the first 20,000 training pairs (the notebook trains 8000 tokens on
+    all)."""
     pytest.importorskip("tokenizers")
     return SubwordVocab.train(
         [text for pair in corpus.train_pairs[:20_000] for text in pair], vocab_size=1000
     )
 
 
-# -- the shipped file ---------------------------------------------------------------------------------------------
+# -- the shipped file ------------------------------------------------------------------------------
 
 
 def test_shipped_pairs_carry_their_licence_size_and_checksum():
@@ -102,7 +104,7 @@ def test_read_pairs_names_what_is_wrong_with_a_file(tmp_path):
         translation_corpus.read_pairs(three)
 
 
-# -- splits -------------------------------------------------------------------------------------------------------
+# -- splits ----------------------------------------------------------------------------------------
 
 
 def test_held_out_sentences_never_appear_in_training_on_either_side(corpus):
@@ -183,12 +185,13 @@ def test_corpus_direction_and_length_filter(corpus):
         TatoebaCorpus(max_words=0)
 
 
-# -- BPE by hand --------------------------------------------------------------------------------------------------
+# -- BPE by hand -----------------------------------------------------------------------------------
 
 
 def test_learn_bpe_on_a_worked_example():
     # low x5, lower x2, newest x6, widest x3 (Sennrich et al.'s words). Pair counts, by hand:
-    #   e s: 6 + 3 = 9, s t: 9, l o: 5 + 2 = 7, o w: 7, n e: 6, e w: 6 + 0, w e: 2, e r: 2, w i, i d, d e: 3
+    #   e s: 6 + 3 = 9, s t: 9, l o: 5 + 2 = 7, o w: 7, n e: 6, e w: 6 + 0, w e: 2, e r: 2,
+    #   w i, i d, d e: 3
     # 1. e s (9) beats s t (9) on the tie: 'e' is older than 's' (alphabet order).
     # 2. es t (9): newest = n e w es t, widest = w i d es t.
     # 3. l o (7) beats o w (7): 'l' before 'o'.   4. lo w (7).
@@ -245,7 +248,7 @@ def test_learn_bpe_refuses_bad_input():
         learn_bpe({"low": 0}, 3)
 
 
-# -- BPE at scale -------------------------------------------------------------------------------------------------
+# -- BPE at scale ----------------------------------------------------------------------------------
 
 
 def test_subword_vocab_has_the_course_special_ids(vocab):
@@ -328,7 +331,8 @@ def test_subword_vocab_refuses_bad_input(vocab, tmp_path):
 
 
 def test_the_library_translates_with_a_subword_vocab_unchanged(vocab, corpus):
-    """make_batch, the Transformer, its loss and greedy decoding take a SubwordVocab as they take a Vocab."""
+    """make_batch, the Transformer, its loss and greedy decoding take a SubwordVocab as they take a
+    Vocab."""
     torch.manual_seed(0)
     pairs = corpus.train_pairs[1000:1004] + [
         ("", "Rien."),
@@ -345,7 +349,7 @@ def test_the_library_translates_with_a_subword_vocab_unchanged(vocab, corpus):
     assert all(isinstance(vocab.decode(row), str) for row in out)
 
 
-# -- batches by length --------------------------------------------------------------------------------------------
+# -- batches by length -----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +374,8 @@ def test_every_pair_once_per_epoch_and_no_batch_over_budget(batches):
 
 
 def test_unsorted_batches_keep_the_budget_and_pad_far_more(batches, corpus, vocab):
-    """by_length=False, notebook 12's baseline: the same pairs and budget, batches filled in shuffled order."""
+    """by_length=False, notebook 12's baseline: the same pairs and budget, batches filled in
+    shuffled order."""
     unsorted = LengthBatches(
         corpus.train_pairs[::8], vocab, max_tokens=1500, seed=0, by_length=False
     )

@@ -1,5 +1,6 @@
-"""The translation recipe (``python -m transformer_lib.applications.translation``): training end to end on a few hundred pairs,
-checkpoints and resuming, ``translate`` on good and bad input, the scores, and the shipped model."""
+"""The translation recipe (``python -m transformer_lib.applications.translation``): training end to
+end on a few hundred pairs, checkpoints and resuming, ``translate`` on good and bad input, the
+scores, and the shipped model."""
 
 import copy
 import json
@@ -18,7 +19,8 @@ RECIPE = translation.TINY_RECIPE.replace(minutes=0.03, eval_minutes=(0.01,))
 
 @pytest.fixture(scope="module")
 def corpus() -> TatoebaCorpus:
-    """About 400 training pairs spread over every length (the shipped order is by length), 20 valid, 20 test."""
+    """About 400 training pairs spread over every length (the shipped order is by length), 20 valid,
+    20 test."""
     small = copy.copy(TatoebaCorpus())
     small.train_pairs = small.train_pairs[::400]
     small.valid_pairs, small.test_pairs = small.valid_pairs[:20], small.test_pairs[:20]
@@ -174,7 +176,7 @@ def test_recipes_are_checked_when_made():
     assert translation.CUDA_RECIPE.d_model == 512 and translation.CUDA_RECIPE.num_layers == 6
 
 
-# -- the shipped model ---------------------------------------------------------------------------------------------
+# -- the shipped model -----------------------------------------------------------------------------
 
 
 def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
@@ -193,8 +195,9 @@ def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
 
 
 def test_shipped_models_whole_test_split_scores_are_its_metrics():
-    """Notebook 12 decodes all 1,000 test pairs and prints metrics.json's figures: they must be what the model
-    scores (greedy, beam 4 with length penalty 0.6, and the copy baseline), to the printed 2 decimals."""
+    """Notebook 12 decodes all 1,000 test pairs and prints metrics.json's figures: they must be what
+    the model scores (greedy, beam 4 with length penalty 0.6, and the copy baseline), to the printed
+    2 decimals."""
     folder = translation.shipped_model_dir()
     metrics = json.loads((folder / "metrics.json").read_text())
     model, vocab = translation.load_translator(folder)

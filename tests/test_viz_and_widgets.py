@@ -1,4 +1,5 @@
-"""Pictures and widgets, without a browser: each widget is driven by setting a control's ``.value``."""
+"""Pictures and widgets, without a browser: each widget is driven by setting a control's
+``.value``."""
 
 import matplotlib
 
@@ -284,7 +285,7 @@ def test_display_shows_controls_then_a_picture_updated_in_place():
     assert update.data["image/png"] != picture.data["image/png"]
 
 
-# --- The static site: every widget enumerates its own frames, and travels in the notebook as a JSON snapshot. ---
+# --- The static site: every widget enumerates its own frames, and travels in the notebook as a JSON
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +325,8 @@ def site_widgets(model, vocab) -> dict:
         "mask": (widgets.MaskBuilder(["a", "b", "<pad>"]), 2 * 2),
         "positional": (pe, 8 + 16),
         "schedule": (schedule, 3 * 3),
-        # the text stays, the query stays (see AttentionExplorer.site_values), one layer is one value
+        # the text stays, the query stays (see AttentionExplorer.site_values), one layer is one
+        # value
         "attention": (widgets.AttentionExplorer(model, vocab, "3 may 1999", max_len=6), 3 * 2 * 2),
         "decoding": (
             widgets.DecodingExplorer(model, vocab, "3 may 1999", max_len=4),
@@ -480,9 +482,10 @@ def test_rotary_pair_score_depends_only_on_the_offset():
 
 
 def test_attention_explorer_reads_a_subword_vocab_with_readable_labels():
-    """Notebook 12: the explorer on the shipped English-French model and its byte-level BPE vocabulary. Labels
-    are the pieces' text with · for a leading space (never BPE's raw Ġ); bad sources get a message in the cell;
-    a snapshot restores the same widget, and its frames are what it draws."""
+    """Notebook 12: the explorer on the shipped English-French model and its byte-level BPE
+    vocabulary. Labels are the pieces' text with · for a leading space (never BPE's raw Ġ); bad
+    sources get a message in the cell; a snapshot restores the same widget, and its frames are what
+    it draws."""
     from transformer_lib.applications import translation
 
     model, vocab = translation.load_translator(translation.shipped_model_dir())

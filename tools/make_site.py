@@ -1,38 +1,46 @@
-"""Render the executed notebooks into a static website: ``python tools/make_site.py [OUT_DIR]`` (``make site``).
+"""Render the executed notebooks into a static website: ``python tools/make_site.py
+[OUT_DIR]`` (``make site``).
 
-For reading the course without installing anything. ``OUT_DIR/index.html`` holds the table of notebooks (from the
-README's table, plus any notebook it does not list yet), the exercises (from the registry of ``tl.checks``, which
-``solutions/`` and the README's table read too) and the diagrams; ``OUT_DIR/notebooks/NN_name.html`` is
-each notebook as saved, with its figures, a contents sidebar, previous/next links, code cells that fold, and the
-commit and date its outputs were made at (the last commit that changed the notebook file); ``OUT_DIR/images/``
-holds the diagrams, so the notebooks' ``../images/`` links work as they do in the repository. The pages load
-nothing from outside the folder: nbconvert's scripts (MathJax, require.js from a CDN) are dropped, display math is
-turned into MathML (which browsers draw) by ``latex2mathml`` where it is installed (``make site`` installs it from
-``tools/site/requirements.txt``), and the JupyterLab styles go into one shared file under ``assets/``.
+For reading the course without installing anything. ``OUT_DIR/index.html`` holds the table of
+notebooks (from the README's table, plus any notebook it does not list yet), the exercises (from the
+registry of ``tl.checks``, which ``solutions/`` and the README's table read too) and the diagrams;
+``OUT_DIR/notebooks/NN_name.html`` is each notebook as saved, with its figures, a contents sidebar,
+previous/next links, code cells that fold, and the commit and date its outputs were made at (the
+last commit that changed the notebook file); ``OUT_DIR/images/`` holds the diagrams, so the
+notebooks' ``../images/`` links work as they do in the repository. The pages load nothing from
+outside the folder: nbconvert's scripts (MathJax, require.js from a CDN) are dropped, display math
+is turned into MathML (which browsers draw) by ``latex2mathml`` where it is installed (``make site``
+installs it from ``tools/site/requirements.txt``), and the JupyterLab styles go into one shared file
+under ``assets/``.
 
 Every explorer still moves on the web. How the pictures get here, and why this way:
 
-* The widget is the one description of its controls (``transformer_lib.teaching.widgets``): ``FigureWidget.frames()``
-  yields ``(control values, PNG)`` for every combination of the values its ``site_values`` offers, each PNG drawn
-  by the widget's own ``draw`` after setting those values. This file knows no widget by name.
-* The widgets are built in the notebook's kernel, often from a model trained there. When a widget is displayed,
-  the metadata of its controls' output carries ``widget.snapshot()``: a JSON record of its controls and of the
-  data its pictures are drawn from (attention maps, token labels; never the model), tens of kB at most. Here
-  ``FigureWidget.restore(snapshot)`` rebuilds the same widget and asks it for its frames.
-* Why not the other designs: PNGs of every frame in the notebook would add megabytes to each notebook on every
-  re-execution and minutes to every nbval run; re-executing the notebooks here would cost the whole course's
-  run time (training included) on every build. A snapshot costs nbval nothing (it never compares output
-  metadata, so the outputs it reads are unchanged), keeps the notebooks small, and makes the site build only
-  draw: ``--jobs`` processes draw the widgets side by side.
-* On the page a widget is its controls (HTML inputs), a sentence on what the web version leaves out, its picture,
-  and its table of frames as JSON; ``assets/site.js`` (a few lines, ``tools/site/site.js``) swaps pictures. Frames
-  are stored once each under ``frames/``, named by a hash of their bytes. A control the site cannot move (a
-  text box the model must read) is shown disabled with "run it in JupyterLab: make lab"; a control with one
-  possible value is hidden, as in JupyterLab. A notebook executed before snapshots existed keeps its frozen
-  picture with a note to re-execute it.
+* The widget is the one description of its controls
+  (``transformer_lib.teaching.widgets``): ``FigureWidget.frames()`` yields ``(control values, PNG)``
+  for every combination of the values its ``site_values`` offers, each PNG drawn by the widget's own
+  ``draw`` after setting those values. This file knows no widget by name.
+* The widgets are built in the notebook's kernel, often from a model trained there. When a widget is
+  displayed, the metadata of its controls' output carries ``widget.snapshot()``: a JSON record of
+  its controls and of the data its pictures are drawn from (attention maps, token labels; never the
+  model), tens of kB at most. Here ``FigureWidget.restore(snapshot)`` rebuilds the same widget and
+  asks it for its frames.
+* Why not the other designs: PNGs of every frame in the notebook would add megabytes to each
+  notebook on every re-execution and minutes to every nbval run; re-executing the notebooks here
+  would cost the whole course's run time (training included) on every build. A snapshot costs nbval
+  nothing (it never compares output metadata, so the outputs it reads are unchanged), keeps the
+  notebooks small, and makes the site build only draw: ``--jobs`` processes draw the widgets side by
+  side.
+* On the page a widget is its controls (HTML inputs), a sentence on what the web version leaves out,
+  its picture, and its table of frames as JSON; ``assets/site.js`` (a few lines,
+  ``tools/site/site.js``) swaps pictures. Frames are stored once each under ``frames/``, named by a
+  hash of their bytes. A control the site cannot move (a text box the model must read) is shown
+  disabled with "run it in JupyterLab: make lab"; a control with one possible value is hidden, as in
+  JupyterLab. A notebook executed before snapshots existed keeps its frozen picture with a note to
+  re-execute it.
 
-``--notebooks DIR`` renders the notebooks of another folder (e.g. freshly executed copies); nothing is executed
-here: run ``make notebooks`` first for fresh outputs. The site's size is printed at the end.
+``--notebooks DIR`` renders the notebooks of another folder (e.g. freshly executed copies); nothing
+is executed here: run ``make notebooks`` first for fresh outputs. The site's size is printed at the
+end.
 """
 
 import argparse
@@ -59,7 +67,8 @@ README_ROW = re.compile(r"^\| (\d\d) \| `(\w+)` \| (.+?) \| (.+?) \|$")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 NEEDS_PYTHON = "run it in JupyterLab: make lab"
-MAX_SITE_MB = 100  # the site must stay under this (GitHub Pages' recommended limit is 1 GB; ours is far less)
+# the site must stay under this (GitHub Pages' recommended limit is 1 GB; ours is far less)
+MAX_SITE_MB = 100
 
 sys.path.insert(0, str(ROOT))  # the repository's transformer_lib, also when it is not installed
 
@@ -80,15 +89,16 @@ def inline_markdown(text: str) -> str:
 
 
 def exercise_table() -> str:
-    """The exercises as an HTML table, one row each, from the registry that solutions/ and the README read too."""
+    """The exercises as an HTML table, one row each, from the registry that solutions/ and the
+    README read too."""
     rows = "".join(
-        f"<tr><td>{e.notebook}</td><td>{e.number}</td><td><code>{html.escape(e.name)}</code>: {html.escape(e.asked)}"
-        f"</td><td><code>{html.escape(e.graded_by)}</code></td></tr>"
+        f"<tr><td>{e.notebook}</td><td>{e.number}</td><td><code>{html.escape(e.name)}</code>: "
+        f"{html.escape(e.asked)}</td><td><code>{html.escape(e.graded_by)}</code></td></tr>"
         for e in registry.exercises()
     )
     return (
-        "<table><tr><th>notebook</th><th>exercise</th><th>what is asked</th><th>graded by <code>tl.checks.</code></th>"
-        f"</tr>{rows}</table>"
+        "<table><tr><th>notebook</th><th>exercise</th><th>what is asked</th><th>graded by "
+        f"<code>tl.checks.</code></th></tr>{rows}</table>"
     )
 
 
@@ -104,14 +114,17 @@ def title_of(notebook) -> str:
 def git(*args: str) -> str:
     """A git answer about the repository, or "" where there is no git or no repository."""
     try:
-        answer = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True)
+        answer = subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
+        )
         return answer.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
 
 
 def made_at(source: Path) -> str:
-    """Which commit and date a notebook's outputs come from: the last commit that changed the file."""
+    """Which commit and date a notebook's outputs come from: the last commit that changed the
+    file."""
     try:
         relative = source.resolve().relative_to(ROOT)
     except ValueError:
@@ -126,11 +139,13 @@ def made_at(source: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Widgets: find their snapshots in the notebook, let each widget draw its frames, write the HTML that swaps them.
+# Widgets: find their snapshots in the notebook, let each widget draw its frames, write the HTML
+# that swaps them.
 
 
 def widget_outputs(notebook) -> list[tuple[int, int, dict]]:
-    """(cell index, output index of the controls, snapshot) for every widget displayed in the notebook."""
+    """(cell index, output index of the controls, snapshot) for every widget displayed in the
+    notebook."""
     from transformer_lib.teaching.widgets import SNAPSHOT_KEY
 
     found = []
@@ -143,17 +158,26 @@ def widget_outputs(notebook) -> list[tuple[int, int, dict]]:
 
 
 def is_frozen_widget(output) -> bool:
-    """A transformer_lib widget displayed without a snapshot (outputs older than the static-site frames): its text
-    is the controls' summary, ``[controls: ...]``. Other widget views (tqdm's progress bars) are not explorers."""
+    """A transformer_lib widget displayed without a snapshot (outputs older than the static-site
+    frames): its text is the controls' summary, ``[controls: ...]``. Other widget views (tqdm's
+    progress bars) are not explorers."""
     from transformer_lib.teaching.widgets import SNAPSHOT_KEY
 
     data = output.get("data", {})
-    return (WIDGET_VIEW in data and str(data.get("text/plain", "")).startswith("[controls:")
-            and SNAPSHOT_KEY not in output.get("metadata", {}))
+    return (
+        WIDGET_VIEW in data
+        and str(data.get("text/plain", "")).startswith("[controls:")
+        and SNAPSHOT_KEY not in output.get("metadata", {})
+    )
 
 
 def frozen_widget_outputs(notebook) -> int:
-    return sum(1 for cell in notebook.cells for output in cell.get("outputs", []) if is_frozen_widget(output))
+    return sum(
+        1
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if is_frozen_widget(output)
+    )
 
 
 def _label(control, value) -> str:
@@ -179,9 +203,11 @@ def _kind(control) -> str:
 
 
 def draw_frames(snapshot: dict) -> dict:
-    """Rebuild one widget from its snapshot and let it draw every frame the site shows (runs in a worker).
+    """Rebuild one widget from its snapshot and let it draw every frame the site shows (runs in a
+    worker).
 
-    Returns the controls as the page shows them, the frames as value indices, and the PNGs by file name.
+    Returns the controls as the page shows them, the frames as value indices, and the PNGs by file
+    name.
     """
     import matplotlib
 
@@ -200,22 +226,31 @@ def draw_frames(snapshot: dict) -> dict:
         elif all(isinstance(v, (int, float)) for v in seen):
             seen = sorted(seen)
         site = widget.site_values(name)
-        controls.append({
-            "name": name,
-            "description": control.description or name,
-            "kind": _kind(control),
-            "values": seen,
-            "labels": [_label(control, v) for v in seen],
-            "options": len(full) if full is not None else None,  # how many values JupyterLab offers now
-            "offered": len(site),  # how many of them the site offers now
-        })
+        controls.append(
+            {
+                "name": name,
+                "description": control.description or name,
+                "kind": _kind(control),
+                "values": seen,
+                "labels": [_label(control, v) for v in seen],
+                # how many values JupyterLab offers now
+                "options": len(full) if full is not None else None,
+                "offered": len(site),  # how many of them the site offers now
+            }
+        )
     pictures, rows = {}, []
     for values, png in frames:
         file = hashlib.sha256(png).hexdigest()[:20] + ".png"
         pictures[file] = png
         rows.append([c["values"].index(values[c["name"]]) for c in controls] + [file])
-    return {"class": snapshot["class"], "start": start, "controls": controls, "rows": rows, "pictures": pictures,
-            "caption": snapshot["caption"]}
+    return {
+        "class": snapshot["class"],
+        "start": start,
+        "controls": controls,
+        "rows": rows,
+        "pictures": pictures,
+        "caption": snapshot["caption"],
+    }
 
 
 def _png_width(png: bytes) -> int:
@@ -223,7 +258,8 @@ def _png_width(png: bytes) -> int:
 
 
 def widget_html(drawn: dict, notebook: str, number: int) -> str:
-    """The explorer as the page shows it: controls, what the web leaves out, the picture, its table of frames."""
+    """The explorer as the page shows it: controls, what the web leaves out, the picture, its table
+    of frames."""
     live = [c for c in drawn["controls"] if len(c["values"]) > 1]
     fixed = [c for c in drawn["controls"] if len(c["values"]) == 1]
     parts = []
@@ -233,48 +269,66 @@ def widget_html(drawn: dict, notebook: str, number: int) -> str:
             if c["options"] is not None and c["options"] <= 1:
                 continue  # one possible value: hidden, as in JupyterLab
             value = html.escape(c["labels"][0])
-            parts.append(f'<label>{label} <input type="text" value="{value}" disabled data-fixed="{name}">'
-                         f'<span class="tl-needs-python">{NEEDS_PYTHON}</span></label>')
+            parts.append(
+                f'<label>{label} <input type="text" value="{value}" disabled data-fixed="{name}">'
+                f'<span class="tl-needs-python">{NEEDS_PYTHON}</span></label>'
+            )
         elif c["kind"] == "checkbox":
             parts.append(f'<label><input type="checkbox" data-control="{name}"> {label}</label>')
         elif c["kind"] == "select":
-            options = "".join(f'<option value="{i}">{html.escape(text)}</option>' for i, text in enumerate(c["labels"]))
+            options = "".join(
+                f'<option value="{i}">{html.escape(text)}</option>'
+                for i, text in enumerate(c["labels"])
+            )
             parts.append(f'<label>{label} <select data-control="{name}">{options}</select></label>')
         else:
-            parts.append(f'<label>{label} <input type="range" min="0" max="{len(c["values"]) - 1}" step="1" '
-                         f'data-control="{name}"><output data-for="{name}"></output></label>')
-    left_out = [f"{c['description']}: {c['offered']} of its {c['options']} values"
-                for c in live if c["options"] is not None and c["offered"] < c["options"]]
+            parts.append(
+                f'<label>{label} <input type="range" min="0" max="{len(c["values"]) - 1}" step="1" '
+                f'data-control="{name}"><output data-for="{name}"></output></label>'
+            )
+    left_out = [
+        f"{c['description']}: {c['offered']} of its {c['options']} values"
+        for c in live
+        if c["options"] is not None and c["offered"] < c["options"]
+    ]
     note = f"On this page: {len(drawn['rows'])} pictures drawn in advance by the widget itself."
     if left_out:
         note += " Left out here: " + "; ".join(left_out) + "."
     if left_out or any(c["options"] is None or c["options"] > 1 for c in fixed):
         note += f" Every value: {NEEDS_PYTHON}."
     start = [c["values"].index(drawn["start"][c["name"]]) for c in live]
-    first = next(row[-1] for row in drawn["rows"] if [row[drawn["controls"].index(c)] for c in live] == start)
+    first = next(
+        row[-1] for row in drawn["rows"] if [row[drawn["controls"].index(c)] for c in live] == start
+    )
     table = {
         "controls": [c["name"] for c in live],
         "values": {c["name"]: c["values"] for c in live},
         "labels": {c["name"]: c["labels"] for c in live},
         "fixed": {c["name"]: c["values"][0] for c in fixed},
         "start": start,
-        "frames": [[row[drawn["controls"].index(c)] for c in live] + [row[-1]] for row in drawn["rows"]],
+        "frames": [
+            [row[drawn["controls"].index(c)] for c in live] + [row[-1]] for row in drawn["rows"]
+        ],
         "root": "../frames/",
     }
     table_json = json.dumps(table).replace("</", "<\\/")  # never ends the <script> it sits in
-    caption = f'<p class="tl-caption">{drawn["caption"]}</p>' if drawn["caption"] else ""  # the widget's own HTML
-    width = _png_width(drawn["pictures"][first]) // 2  # the widget's PNGs are retina: half their pixels on screen
+    # the widget's own HTML
+    caption = f'<p class="tl-caption">{drawn["caption"]}</p>' if drawn["caption"] else ""
+    # the widget's PNGs are retina: half their pixels on screen
+    width = _png_width(drawn["pictures"][first]) // 2
     return (
-        f'<div class="tl-widget" data-notebook="{html.escape(notebook)}" data-widget="{number}">'
-        f'<div class="tl-controls">{"".join(parts)}</div>{caption}<p class="tl-note">{html.escape(note)}</p>'
-        f'<img class="tl-frame" src="../frames/{first}" width="{width}" alt="{html.escape(drawn["class"])}: picture">'
-        f'<script type="application/json" class="tl-frames">{table_json}</script></div>'
+        f'<div class="tl-widget" data-notebook="{html.escape(notebook)}" '
+        f'data-widget="{number}"><div class="tl-controls">{"".join(parts)}</div>{caption}<p '
+        f'class="tl-note">{html.escape(note)}</p><img class="tl-frame" src="../frames/{first}" '
+        f'width="{width}" alt="{html.escape(drawn["class"])}: picture"><script '
+        f'type="application/json" class="tl-frames">{table_json}</script></div>'
     )
 
 
 def with_explorers(notebook, drawn: list[dict], name: str):
-    """The notebook with each widget's two outputs (controls, first picture) replaced by its explorer's HTML;
-    a widget without a snapshot keeps its picture, after a note that it cannot move here."""
+    """The notebook with each widget's two outputs (controls, first picture) replaced by its
+    explorer's HTML; a widget without a snapshot keeps its picture, after a note that it cannot move
+    here."""
     from transformer_lib.teaching.widgets import SNAPSHOT_KEY
 
     number = 0
@@ -288,10 +342,14 @@ def with_explorers(notebook, drawn: list[dict], name: str):
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": page}))
                 number, skip_picture = number + 1, True
             elif is_frozen_widget(output):
-                note = ("<p class='tl-note'>This explorer's outputs predate the web frames: re-execute the notebook "
-                        f"(<code>make notebooks</code>) to move it here. Or {NEEDS_PYTHON}.</p>")
+                note = (
+                    "<p class='tl-note'>This explorer's outputs predate the web frames: "
+                    "re-execute the notebook (<code>make notebooks</code>) to move it here. Or "
+                    f"{NEEDS_PYTHON}.</p>"
+                )
                 outputs.append(nbformat.v4.new_output("display_data", data={"text/html": note}))
-            elif WIDGET_VIEW in data:  # a widget that needs a kernel (a progress bar): its text stays
+            # a widget that needs a kernel (a progress bar): its text stays
+            elif WIDGET_VIEW in data:
                 output.data.pop(WIDGET_VIEW)
                 outputs.append(output)
             elif skip_picture and "image/png" in data:
@@ -309,35 +367,39 @@ def with_explorers(notebook, drawn: list[dict], name: str):
 
 
 def with_mathml(notebook):
-    """Display math (``$$...$$``) in markdown as MathML, which browsers draw with no script; left as TeX where
-    ``latex2mathml`` is missing."""
+    """Display math (``$$...$$``) in markdown as MathML, which browsers draw with no script; left as
+    TeX where ``latex2mathml`` is missing."""
     try:
         from latex2mathml.converter import convert
     except ImportError:
         return notebook
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            cell.source = DISPLAY_MATH.sub(lambda m: convert(m.group(1).replace("\n", " "), display="block"),
-                                           cell.source)
+            cell.source = DISPLAY_MATH.sub(
+                lambda m: convert(m.group(1).replace("\n", " "), display="block"), cell.source
+            )
     return notebook
 
 
 def nav(pages: list[Path], index: int) -> str:
     links = ['<a href="../index.html">index</a>']
     if index > 0:
-        links.append(f'<a href="{pages[index - 1].stem}.html">previous: {pages[index - 1].stem}</a>')
+        links.append(
+            f'<a href="{pages[index - 1].stem}.html">previous: {pages[index - 1].stem}</a>'
+        )
     if index + 1 < len(pages):
         links.append(f'<a href="{pages[index + 1].stem}.html">next: {pages[index + 1].stem}</a>')
     return "".join(links)
 
 
 def page_html(body: str, header: str, out: Path) -> str:
-    """nbconvert's page made the site's: local styles and script only, a header, a contents sidebar, code cells
-    that fold."""
+    """nbconvert's page made the site's: local styles and script only, a header, a contents sidebar,
+    code cells that fold."""
     soup = BeautifulSoup(body, "html.parser")
     for script in soup.find_all("script"):
         if "tl-frames" not in script.get("class", []):  # the explorers' tables of frames stay
-            script.decompose()  # MathJax and require.js from a CDN, widget-manager glue: nothing the site needs
+            # MathJax and require.js from a CDN, widget-manager glue: nothing the site needs
+            script.decompose()
     styles = "\n".join(style.get_text() for style in soup.find_all("style"))
     for style in soup.find_all("style"):
         style.decompose()
@@ -358,13 +420,17 @@ def page_html(body: str, header: str, out: Path) -> str:
     for heading in soup.select(".jp-MarkdownCell h1, .jp-MarkdownCell h2, .jp-MarkdownCell h3"):
         if heading.get("id"):
             text = heading.get_text().rstrip("¶").strip()
-            contents.append(f'<li class="tl-{heading.name}"><a href="#{html.escape(heading["id"])}">'
-                            f"{html.escape(text)}</a></li>")
+            contents.append(
+                f'<li class="tl-{heading.name}"><a href="#{html.escape(heading["id"])}">'
+                f"{html.escape(text)}</a></li>"
+            )
     main = soup.new_tag("main", attrs={"class": "tl-main"})
     for child in list(soup.body.children):
         main.append(child.extract())
     soup.body.append(BeautifulSoup(header, "html.parser"))
-    soup.body.append(BeautifulSoup(f'<nav class="tl-contents"><ol>{"".join(contents)}</ol></nav>', "html.parser"))
+    soup.body.append(
+        BeautifulSoup(f'<nav class="tl-contents"><ol>{"".join(contents)}</ol></nav>', "html.parser")
+    )
     soup.body.append(main)
     return str(soup)
 
@@ -380,7 +446,9 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
         shutil.rmtree(out)
     for folder in ("notebooks", "assets", "frames"):
         (out / folder).mkdir(parents=True)
-    shutil.copytree(ROOT / "images", out / "images", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(
+        ROOT / "images", out / "images", ignore=shutil.ignore_patterns("*.py", "__pycache__")
+    )
     shutil.copy(ROOT / "NOTATION.md", out / "NOTATION.md")  # the notation card the pages link to
     for asset in ("site.js", "site.css"):
         shutil.copy(ASSETS / asset, out / "assets" / asset)
@@ -400,21 +468,30 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
                 (out / "frames" / file).write_bytes(png)
         frozen = frozen_widget_outputs(read[source])
         if frozen:
-            print(f"warning: {source.name}: {frozen} widget(s) without a snapshot stay frozen: re-execute it",
-                  file=sys.stderr)
+            print(
+                f"warning: {source.name}: {frozen} widget(s) without a snapshot stay frozen: "
+                f"re-execute it",
+                file=sys.stderr,
+            )
         notebook = with_mathml(with_explorers(read[source], explorers, source.stem))
         body, _ = exporter.from_notebook_node(notebook)
         body = re.sub(r'href="([\w.-]+)\.ipynb"', r'href="\1.html"', body)
-        header = (f'<header class="tl-header">{nav(sources, i)}<button id="tl-fold" type="button">fold all code'
-                  f'</button><span class="tl-made">{html.escape(made_at(source))}; site built from {built_from}'
-                  "</span></header>")
+        header = (
+            f'<header class="tl-header">{nav(sources, i)}<button id="tl-fold" type="button">fold '
+            f"all code"
+            f'</button><span class="tl-made">{html.escape(made_at(source))}; site built from '
+            f"{built_from}</span></header>"
+        )
         page = out / "notebooks" / f"{source.stem}.html"
         page.write_text(page_html(body, header, out))
         written.append(page)
         teaches, budget = described.get(source.stem[:2], ("", ""))
-        widgets_here = f"{len(explorers)} explorer{'s' * (len(explorers) != 1)}" if explorers else ""
+        widgets_here = (
+            f"{len(explorers)} explorer{'s' * (len(explorers) != 1)}" if explorers else ""
+        )
         rows.append(
-            f'<tr><td>{source.stem[:2]}</td><td><a href="notebooks/{page.name}">{html.escape(title_of(notebook))}'
+            f"<tr><td>{source.stem[:2]}</td><td><a "
+            f'href="notebooks/{page.name}">{html.escape(title_of(notebook))}'
             f"</a></td><td>{inline_markdown(teaches)}</td><td>{widgets_here}</td><td>{html.escape(budget)}</td></tr>"
         )
     diagrams = "".join(
@@ -425,16 +502,21 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
     index = out / "index.html"
     index.write_text(
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>Transformers from Scratch</title>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>Transformers "
+        "from Scratch</title>"
         "<link rel='icon' href='data:,'>"
         "<link rel='stylesheet' href='assets/site.css'></head><body class='tl-index'>"
         f"<header class='tl-header'><strong>Transformers from Scratch</strong>"
-        f"<span class='tl-made'>site built from commit {built_from}</span></header><main class='tl-main'>"
+        f"<span class='tl-made'>site built from commit {built_from}</span></header><main "
+        f"class='tl-main'>"
         "<h1>Transformers from Scratch</h1>"
-        "<p>The course's notebooks as last executed, with their figures. Every explorer moves: its pictures were "
-        "drawn in advance, by the widget itself, for the values its controls offer here (each page says what it "
+        "<p>The course's notebooks as last executed, with their figures. Every explorer moves: its "
+        "pictures were "
+        "drawn in advance, by the widget itself, for the values its controls offer here (each page "
+        "says what it "
         f"leaves out). To type your own input, run the notebooks: <code>make lab</code>.</p>"
-        "<table><tr><th>#</th><th>notebook</th><th>what it teaches</th><th>explorers</th><th>CPU budget</th></tr>"
+        "<table><tr><th>#</th><th>notebook</th><th>what it teaches</th><th>explorers</th><th>CPU "
+        "budget</th></tr>"
         f"{''.join(rows)}</table><h2>Exercises</h2>{exercise_table()}<h2>Diagrams</h2>{diagrams}"
         '<p>The notation card: <a href="NOTATION.md">NOTATION.md</a>.</p></main></body></html>'
     )
@@ -444,9 +526,17 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", type=Path, default=ROOT / "build" / "site")
-    parser.add_argument("--notebooks", type=Path, help="render these executed notebooks instead of notebooks/")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                        else os.cpu_count() or 1, help="processes that draw the widgets' frames side by side")
+    parser.add_argument(
+        "--notebooks", type=Path, help="render these executed notebooks instead of notebooks/"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 1,
+        help="processes that draw the widgets' frames side by side",
+    )
     args = parser.parse_args(argv)
     for path in build(args.out, args.notebooks, args.jobs):
         print(path)

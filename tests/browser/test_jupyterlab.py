@@ -42,8 +42,8 @@ CONTROLS = ".widget-slider, .widget-dropdown, .widget-checkbox, .widget-text"
 NOT_FOUND = re.compile(r"status of 404|404 \(Not Found\)")
 # What a student types into an explorer's source box -> words the message must contain. Every model
 # refuses an empty source and one longer than its max_len (256 positions: characters for 06's, BPE
-# tokens for 12's); only a character vocabulary (06's) lacks characters: byte-level BPE (12's) spells
-# "@@@" and draws it.
+# tokens for 12's); only a character vocabulary (06's) lacks characters: byte-level BPE (12's)
+# spells "@@@" and draws it.
 BAD_SOURCES = {"": "empty", "1 " * 300: "reads at most"}
 CHARACTER_VOCAB_SOURCES = {"@@@": "knows no"}
 CHARACTER_VOCAB_NOTEBOOKS = ("06_",)
@@ -155,8 +155,8 @@ def move(page, control, kind: str) -> str:
         control.locator("input").click()
         return "checkbox click"
     box = control.locator("input")
-    # a token more for either vocabulary: a trailing space alone is normalised away before BPE (notebook 12), so
-    # the source, and rightly the picture, would not change
+    # a token more for either vocabulary: a trailing space alone is normalised away before BPE
+    # (notebook 12), so the source, and rightly the picture, would not change
     box.fill(box.input_value() + " 1")
     box.press("Enter")
     return "text + ' 1', Enter"

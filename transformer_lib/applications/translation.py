@@ -1,18 +1,21 @@
-"""``python -m transformer_lib.applications.translation train|evaluate|translate``: English-French on the Tatoeba pairs.
+"""``python -m transformer_lib.applications.translation train|evaluate|translate``: English-French
+on the Tatoeba pairs.
 
-The recipe of notebook 12 as one command. ``train`` learns a joint BPE vocabulary on the training split (saved as
-``tokenizer.json`` next to the model), builds a :class:`~transformer_lib.model.transformer.Transformer` from a
-:class:`TranslationRecipe`, and trains it with the library's one :class:`~transformer_lib.training.train.Trainer` on
-:class:`~transformer_lib.training.length_batching.LengthBatches` (batches by length within a token budget, paper §5.1),
-label smoothing 0.1 and the paper's warm-up schedule (eq. 3), for a budget of *training* minutes. It saves a
-resumable checkpoint as it goes (a second ``train`` with the same folder continues from it) and scores greedy
-BLEU on the **valid** split at fixed training times, the curve of the run. ``evaluate`` reads the **test**
-split, once: corpus BLEU (sacreBLEU, default 13a tokenisation, on detokenised output) and chrF, for greedy
-decoding, beam search (W=4, length penalty 0.6, paper §6.1) and the copy-the-source baseline. ``translate``
-translates sentences given as arguments, or one per line on stdin.
+The recipe of notebook 12 as one command. ``train`` learns a joint BPE vocabulary on the training
+split (saved as ``tokenizer.json`` next to the model), builds a
+:class:`~transformer_lib.model.transformer.Transformer` from a :class:`TranslationRecipe`, and
+trains it with the library's one :class:`~transformer_lib.training.train.Trainer` on
+:class:`~transformer_lib.training.length_batching.LengthBatches` (batches by length within a token
+budget, paper §5.1), label smoothing 0.1 and the paper's warm-up schedule (eq. 3), for a budget of
+*training* minutes. It saves a resumable checkpoint as it goes (a second ``train`` with the same
+folder continues from it) and scores greedy BLEU on the **valid** split at fixed training times, the
+curve of the run. ``evaluate`` reads the **test** split, once: corpus BLEU (sacreBLEU, default 13a
+tokenisation, on detokenised output) and chrF, for greedy decoding, beam search (W=4, length penalty
+0.6, paper §6.1) and the copy-the-source baseline. ``translate`` translates sentences given as
+arguments, or one per line on stdin.
 
-``--device cuda`` picks :data:`CUDA_RECIPE` (the paper's base sizes, larger batches); it has not been run on the
-machines this course was built on.
+``--device cuda`` picks :data:`CUDA_RECIPE` (the paper's base sizes, larger batches); it has not
+been run on the machines this course was built on.
 """
 
 import argparse
@@ -62,7 +65,8 @@ __all__ = [
 # Files of a model folder.
 TOKENIZER_FILE = "tokenizer.json"
 RECIPE_FILE = "recipe.json"
-CHECKPOINT_FILE = "checkpoint.pt"  # the trainer's full, resumable state (weights, Adam moments, step...)
+# the trainer's full, resumable state (weights, Adam moments, step...)
+CHECKPOINT_FILE = "checkpoint.pt"
 AVERAGED_FILE = "weights_averaged.pt"  # the average of the last kept weights (recipe.average_last)
 LOG_FILE = "training_log.json"  # training seconds, CPU seconds, the valid-BLEU curve
 WEIGHTS_FILE = "weights.pt"  # the shipped model: weights only, float16
@@ -70,24 +74,26 @@ METRICS_FILE = (
     "metrics.json"  # what `evaluate` measured, and the number the shipped-model test recomputes
 )
 
-# The paper's output length limit: "We set the maximum output length during inference to input length + 50"
-# (§6.1). Counted in tokens.
+# The paper's output length limit: "We set the maximum output length during inference to input
+# length + 50" (§6.1). Counted in tokens.
 EXTRA_OUTPUT_TOKENS = 50
 
 
 @dataclass(frozen=True)
 class TranslationRecipe:
-    """Everything that decides a translation run: the vocabulary, the model's sizes, the batches, the optimiser.
+    """Everything that decides a translation run: the vocabulary, the model's sizes, the batches,
+    the optimiser.
 
-    The learning rate is the paper's schedule (:func:`~transformer_lib.training.train.noam_lr`): ``lr_factor *
-    d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``. Unlike a linear decay to a fixed last step it needs no
-    step count in advance, which suits a budget of minutes, and a resumed run continues it exactly.
-    ``max_tokens`` is the token budget of one batch (source + target, padding included; the paper's is 50,000).
-    ``minutes`` is the training budget in wall-clock minutes of training (evaluation not counted), and
-    ``eval_minutes`` the training times at which valid BLEU is measured and a copy of the weights is kept.
-    ``average_last`` > 1 averages the weights of the last that many of those copies, as the paper does with
-    its last 5 checkpoints (§6.1); the model that ships is the average only where it scores higher valid BLEU
-    than the final weights.
+    The learning rate is the paper's schedule (:func:`~transformer_lib.training.train.noam_lr`):
+    ``lr_factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``. Unlike a linear decay to a
+    fixed last step it needs no step count in advance, which suits a budget of minutes, and a
+    resumed run continues it exactly. ``max_tokens`` is the token budget of one batch (source +
+    target, padding included; the paper's is 50,000). ``minutes`` is the training budget in
+    wall-clock minutes of training (evaluation not counted), and ``eval_minutes`` the training times
+    at which valid BLEU is measured and a copy of the weights is kept. ``average_last`` > 1 averages
+    the weights of the last that many of those copies, as the paper does with its last 5 checkpoints
+    (§6.1); the model that ships is the average only where it scores higher valid BLEU than the
+    final weights.
     """
 
     vocab_size: int
@@ -147,9 +153,10 @@ class TranslationRecipe:
         return self.lr_factor * self.d_model**-0.5 * self.warmup**-0.5
 
 
-# The CPU recipe: 15 minutes of training on 2 cores, one thread (``make translation-model``). Small on purpose, so
-# that 15 minutes hold a few thousand updates: N=2, d_model=128, h=4, d_ff=512, one shared 4000-token BPE
-# vocabulary tied to the output projection (1.4M parameters, 2.8 MB in float16), batches of <= 2500 tokens.
+# The CPU recipe: 15 minutes of training on 2 cores, one thread (``make translation-model``). Small
+# on purpose, so that 15 minutes hold a few thousand updates: N=2, d_model=128, h=4, d_ff=512, one
+# shared 4000-token BPE vocabulary tied to the output projection (1.4M parameters, 2.8 MB in
+# float16), batches of <= 2500 tokens.
 CPU_RECIPE = TranslationRecipe(
     vocab_size=4000,
     d_model=128,
@@ -166,8 +173,8 @@ CPU_RECIPE = TranslationRecipe(
     average_last=5,
 )
 
-# For a GPU (``--device cuda``): the paper's base model and batches of 25,000 + 25,000 tokens, one hour.
-# Not run on the machines this course was built on.
+# For a GPU (``--device cuda``): the paper's base model and batches of 25,000 + 25,000 tokens, one
+# hour. Not run on the machines this course was built on.
 CUDA_RECIPE = CPU_RECIPE.replace(
     vocab_size=16000,
     lr_factor=1.0,
@@ -200,7 +207,8 @@ TINY_RECIPE = CPU_RECIPE.replace(
 
 
 def model_config(recipe: TranslationRecipe, vocab_size: int, pad_id: int = 0) -> TransformerConfig:
-    """The :class:`TransformerConfig` of ``recipe``: one shared vocabulary, embeddings tied (paper §3.4)."""
+    """The :class:`TransformerConfig` of ``recipe``: one shared vocabulary, embeddings tied (paper
+    §3.4)."""
     return TransformerConfig(
         vocab_size,
         vocab_size,
@@ -239,8 +247,8 @@ def _check_parallel(hypotheses: Sequence[str], references: Sequence[str]) -> Non
 
 
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus BLEU (0-100) of detokenised ``hypotheses`` against one reference each: sacreBLEU's defaults
-    (13a tokenisation, exponential smoothing), the number papers report as "SacreBLEU"."""
+    """Corpus BLEU (0-100) of detokenised ``hypotheses`` against one reference each: sacreBLEU's
+    defaults (13a tokenisation, exponential smoothing), the number papers report as "SacreBLEU"."""
     import sacrebleu
 
     _check_parallel(hypotheses, references)
@@ -248,7 +256,8 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 
 def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus chrF (0-100, sacreBLEU's defaults): F-score of character n-grams, kinder to near-miss words."""
+    """Corpus chrF (0-100, sacreBLEU's defaults): F-score of character n-grams, kinder to near-miss
+    words."""
     import sacrebleu
 
     _check_parallel(hypotheses, references)
@@ -270,25 +279,29 @@ def translate(
 ) -> list[str]:
     """Translate ``sentences`` (a list of str) and return the detokenised translations, in order.
 
-    ``beam_width=None`` decodes greedily; an int runs :func:`~transformer_lib.applications.decode.beam_search` with the GNMT
-    ``length_penalty`` (0.6 in the paper). ``max_len`` caps the output in tokens; by default it is the sentence's
-    length + 50 tokens (paper §6.1), never beyond the model's positions. Sentences are normalised as the
-    training text was (:func:`~transformer_lib.training.translation_corpus.normalise_text`), sorted by length and
-    decoded ``batch_size`` at a time (a batch's memory grows with its longest sentence).
+    ``beam_width=None`` decodes greedily; an int runs
+    :func:`~transformer_lib.applications.decode.beam_search` with the GNMT ``length_penalty`` (0.6
+    in the paper). ``max_len`` caps the output in tokens; by default it is the sentence's length +
+    50 tokens (paper §6.1), never beyond the model's positions. Sentences are normalised as the
+    training text was (:func:`~transformer_lib.training.translation_corpus.normalise_text`), sorted
+    by length and decoded ``batch_size`` at a time (a batch's memory grows with its longest
+    sentence).
 
-    An empty (or all-space) sentence translates to ``""`` without running the model. Any character is accepted
-    (byte-level BPE spells unseen ones with byte tokens). A sentence longer than the model's ``max_len`` tokens
-    raises a ValueError that names it and its length.
+    An empty (or all-space) sentence translates to ``""`` without running the model. Any character
+    is accepted (byte-level BPE spells unseen ones with byte tokens). A sentence longer than the
+    model's ``max_len`` tokens raises a ValueError that names it and its length.
     """
     if isinstance(sentences, str):
         raise TypeError(
-            "translate takes a list of sentences, got one str; wrap it: translate(model, vocab, [text])"
+            "translate takes a list of sentences, got one str; wrap it: translate(model, vocab, "
+            "[text])"
         )
     sentences = list(sentences)
     bad = [s for s in sentences if not isinstance(s, str)]
     if bad:  # (a None element must be reported too)
         raise TypeError(
-            f"translate takes sentences (str), got an element {bad[0]!r} of type {type(bad[0]).__name__}"
+            f"translate takes sentences (str), got an element {bad[0]!r} of type "
+            f"{type(bad[0]).__name__}"
         )
     if beam_width is not None and (not is_int(beam_width) or beam_width < 1):
         raise ValueError(
@@ -305,8 +318,9 @@ def translate(
     for index, ids in enumerate(encoded):
         if len(ids) > positions:
             raise ValueError(
-                f"sentence {index} is {len(ids)} tokens long; this model reads at most max_len={positions} tokens "
-                f"(it starts {sentences[index][:40]!r}): split it into shorter sentences"
+                f"sentence {index} is {len(ids)} tokens long; this model reads at most "
+                f"max_len={positions} tokens (it starts {sentences[index][:40]!r}): split it into "
+                "shorter sentences"
             )
     outputs = [""] * len(sentences)
     order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
@@ -347,7 +361,8 @@ def score_split(
     length_penalty: float = 0.6,
     batch_size: int = 100,
 ) -> dict[str, float]:
-    """``{"bleu": ..., "chrf": ...}`` of the model's translations of ``pairs``' sources against their targets."""
+    """``{"bleu": ..., "chrf": ...}`` of the model's translations of ``pairs``' sources against
+    their targets."""
     hypotheses = translate(
         model, vocab, [s for s, _ in pairs], beam_width, length_penalty, batch_size=batch_size
     )
@@ -374,8 +389,9 @@ def _read_recipe(folder: Path) -> TranslationRecipe:
 
 
 def spread(pairs: Sequence[tuple[str, str]], n: int) -> list[tuple[str, str]]:
-    """``n`` pairs evenly spaced along ``pairs`` (all of them if there are no more than ``n``). The corpus keeps
-    its pairs sorted by English length, so the *first* ``n`` would be the shortest and score too high."""
+    """``n`` pairs evenly spaced along ``pairs`` (all of them if there are no more than ``n``). The
+    corpus keeps its pairs sorted by English length, so the *first* ``n`` would be the shortest and
+    score too high."""
     if len(pairs) <= n:
         return list(pairs)
     return [pairs[i * len(pairs) // n] for i in range(n)]
@@ -384,7 +400,8 @@ def spread(pairs: Sequence[tuple[str, str]], n: int) -> list[tuple[str, str]]:
 def _pairs_that_fit(
     pairs: Sequence[tuple[str, str]], vocab: SubwordVocab, max_len: int
 ) -> list[tuple[str, str]]:
-    """The pairs whose source and target (+ ``<bos>``) fit the model's ``max_len`` positions; says how many not."""
+    """The pairs whose source and target (+ ``<bos>``) fit the model's ``max_len`` positions; says
+    how many not."""
     src = vocab.encode_batch([s for s, _ in pairs])
     tgt = vocab.encode_batch([t for _, t in pairs])
     kept = [
@@ -394,7 +411,8 @@ def _pairs_that_fit(
     ]
     if len(kept) < len(pairs):
         print(
-            f"left out {len(pairs) - len(kept)} of {len(pairs)} training pairs longer than max_len={max_len} tokens"
+            f"left out {len(pairs) - len(kept)} of {len(pairs)} training pairs longer than "
+            f"max_len={max_len} tokens"
         )
     if not kept:
         raise ValueError(
@@ -412,20 +430,21 @@ def train(
     checkpoint_seconds: float = 60.0,
     clock: str = "wall",
 ) -> Trainer:
-    """Train (or resume) the model of ``folder`` for ``recipe.minutes`` minutes of training; returns the trainer.
+    """Train (or resume) the model of ``folder`` for ``recipe.minutes`` minutes of training; returns
+    the trainer.
 
-    A fresh folder gets ``tokenizer.json`` (BPE learned on the training split), ``recipe.json``, then, every
-    ``checkpoint_seconds`` of training and at the end, ``checkpoint.pt`` (the full state) and
-    ``training_log.json`` (training seconds, process CPU seconds, the valid-BLEU curve). A folder that has them
-    resumes: same vocabulary, same batches (:class:`LengthBatches` is indexed by step), the step count and the
-    schedule go on; a different recipe for an existing folder is refused. At each of ``recipe.eval_minutes``
-    of training (checked after every step), greedy BLEU on ``recipe.valid_pairs`` valid pairs (:func:`spread`) is
-    logged and the weights are kept as ``weights_<m>min.pt``. Time spent evaluating is not training time; both
-    are logged.
+    A fresh folder gets ``tokenizer.json`` (BPE learned on the training split), ``recipe.json``,
+    then, every ``checkpoint_seconds`` of training and at the end, ``checkpoint.pt`` (the full
+    state) and ``training_log.json`` (training seconds, process CPU seconds, the valid-BLEU curve).
+    A folder that has them resumes: same vocabulary, same batches (:class:`LengthBatches` is indexed
+    by step), the step count and the schedule go on; a different recipe for an existing folder is
+    refused. At each of ``recipe.eval_minutes`` of training (checked after every step), greedy BLEU
+    on ``recipe.valid_pairs`` valid pairs (:func:`spread`) is logged and the weights are kept as
+    ``weights_<m>min.pt``. Time spent evaluating is not training time; both are logged.
 
-    ``clock="cpu"`` counts the budget and the marks in the process's CPU seconds instead of wall-clock
-    seconds: on a machine shared with other jobs, wall time says little about the work done, while one
-    thread's CPU time is what the same run takes on an idle core.
+    ``clock="cpu"`` counts the budget and the marks in the process's CPU seconds instead of
+    wall-clock seconds: on a machine shared with other jobs, wall time says little about the work
+    done, while one thread's CPU time is what the same run takes on an idle core.
     """
     if clock not in ("wall", "cpu"):
         raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
@@ -437,8 +456,8 @@ def train(
         saved = _read_recipe(folder)
         if dataclasses.replace(saved, minutes=recipe.minutes) != recipe:
             raise ValueError(
-                f"{folder} holds a run of another recipe ({folder / RECIPE_FILE}); use a new folder, or the same "
-                f"recipe (only minutes may change when resuming)"
+                f"{folder} holds a run of another recipe ({folder / RECIPE_FILE}); use a new "
+                "folder, or the same recipe (only minutes may change when resuming)"
             )
     _write_json(folder / RECIPE_FILE, asdict(recipe))
     if (folder / TOKENIZER_FILE).is_file():
@@ -457,7 +476,8 @@ def train(
         trainer.load_checkpoint(folder / CHECKPOINT_FILE)
         log = json.loads((folder / LOG_FILE).read_text(encoding="utf-8"))
         print(
-            f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training minutes done"
+            f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training "
+            f"minutes done"
         )
     log["threads"] = torch.get_num_threads()
     log["clock"] = clock
@@ -507,16 +527,24 @@ def train(
             evaluate_now(marks.pop(0))
         done = log[spent_key] >= budget
         if done or log[spent_key] - saved_at >= checkpoint_seconds:
-            trainer.save_checkpoint(folder / CHECKPOINT_FILE)  # the log is written with it: they always agree
+            # the log is written with it: they always agree
+            trainer.save_checkpoint(folder / CHECKPOINT_FILE)
             _write_json(folder / LOG_FILE, log)
             saved_at = log[spent_key]
     bar.close()
-    if recipe.average_last > 1 and "averaged" not in log and len(log["curve"]) >= recipe.average_last:
+    if (
+        recipe.average_last > 1
+        and "averaged" not in log
+        and len(log["curve"]) >= recipe.average_last
+    ):
         log["averaged"] = _average_last(folder, trainer, vocab, valid, recipe.average_last, log)
         _write_json(folder / LOG_FILE, log)
         if progress:
-            print(f"averaged the weights of minutes {log['averaged']['minutes']}: valid BLEU "
-                  f"{log['averaged']['valid_bleu']:.2f} (final weights: {log['curve'][-1]['valid_bleu']:.2f})")
+            print(
+                f"averaged the weights of minutes {log['averaged']['minutes']}: valid BLEU "
+                f"{log['averaged']['valid_bleu']:.2f} (final weights: "
+                f"{log['curve'][-1]['valid_bleu']:.2f})"
+            )
     if progress:
         print(
             f"trained to step {trainer.step}: {log['train_seconds'] / 60:.1f} training minutes, "
@@ -533,10 +561,12 @@ def _average_last(
     count: int,
     log: dict,
 ) -> dict:
-    """Average the weights kept at the last ``count`` eval minutes into ``weights_averaged.pt`` and score
-    it on the valid pairs (paper §6.1: the base models average their last 5 checkpoints)."""
+    """Average the weights kept at the last ``count`` eval minutes into ``weights_averaged.pt`` and
+    score it on the valid pairs (paper §6.1: the base models average their last 5 checkpoints)."""
     minutes = [entry["minutes"] for entry in log["curve"][-count:]]
-    states = [torch.load(folder / f"weights_{m:g}min.pt", weights_only=True)["model"] for m in minutes]
+    states = [
+        torch.load(folder / f"weights_{m:g}min.pt", weights_only=True)["model"] for m in minutes
+    ]
     model = copy.deepcopy(trainer.model)
     averaged = {
         name: sum(state[name].float() for state in states) / len(states)
@@ -550,14 +580,15 @@ def _average_last(
     return {"minutes": minutes, "valid_bleu": round(bleu, 2)}
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Saving and loading a model folder
 
 
 def save_weights(model: Transformer, path: str | os.PathLike, step: int = 0) -> Path:
-    """The model's weights alone, in float16 (half the bytes; translations are unchanged at this precision, the
-    shipped-model test checks its BLEU), as a checkpoint :func:`~transformer_lib.training.train.load_model_weights` reads.
-    Tied matrices (embeddings = output projection) stay one tensor in the file."""
+    """The model's weights alone, in float16 (half the bytes; translations are unchanged at this
+    precision, the shipped-model test checks its BLEU), as a checkpoint
+    :func:`~transformer_lib.training.train.load_model_weights` reads. Tied matrices (embeddings =
+    output projection) stay one tensor in the file."""
     halves: dict[int, torch.Tensor] = {}
     weights = {}
     for name, tensor in model.state_dict().items():
@@ -587,8 +618,8 @@ def save_weights(model: Transformer, path: str | os.PathLike, step: int = 0) -> 
 def load_translator(
     folder: str | os.PathLike, device: torch.device | str = "cpu"
 ) -> tuple[Transformer, SubwordVocab]:
-    """``(model, vocab)`` of a model folder: ``tokenizer.json``, ``recipe.json`` and ``weights.pt`` (or, for a
-    run still training, its ``checkpoint.pt``). The model is in eval mode, in float32."""
+    """``(model, vocab)`` of a model folder: ``tokenizer.json``, ``recipe.json`` and ``weights.pt``
+    (or, for a run still training, its ``checkpoint.pt``). The model is in eval mode, in float32."""
     folder = Path(folder)
     for needed in (TOKENIZER_FILE, RECIPE_FILE):
         if not (folder / needed).is_file():
@@ -609,19 +640,26 @@ def load_translator(
 
 
 def shipped_model_dir() -> Path:
-    """The folder of the trained model that ships with the package (made by ``make translation-model``)."""
+    """The folder of the trained model that ships with the package (made by
+    ``make translation-model``)."""
     return Path(__file__).parents[1] / "data_files" / "translation_model"
 
 
 def save_shipped_model(run_folder: str | os.PathLike, out: str | os.PathLike) -> Path:
-    """Copy a finished run's tokenizer, recipe and training log to ``out``, with its weights in float16."""
+    """Copy a finished run's tokenizer, recipe and training log to ``out``, with its weights in
+    float16."""
     run_folder, out = Path(run_folder), Path(out)
     out.mkdir(parents=True, exist_ok=True)
     model, vocab = load_translator(run_folder)
-    log = json.loads((run_folder / LOG_FILE).read_text(encoding="utf-8")) if (run_folder / LOG_FILE).is_file() else {}
+    log = (
+        json.loads((run_folder / LOG_FILE).read_text(encoding="utf-8"))
+        if (run_folder / LOG_FILE).is_file()
+        else {}
+    )
     averaged = log.get("averaged")
     if averaged and log["curve"] and averaged["valid_bleu"] > log["curve"][-1]["valid_bleu"]:
-        load_model_weights(model, run_folder / AVERAGED_FILE)  # the average scores higher on valid: it ships
+        # the average scores higher on valid: it ships
+        load_model_weights(model, run_folder / AVERAGED_FILE)
     step = (
         json.loads((run_folder / LOG_FILE).read_text(encoding="utf-8"))["curve"][-1]["step"]
         if (run_folder / LOG_FILE).is_file()
@@ -649,11 +687,12 @@ def evaluate(
 ) -> dict:
     """Score the model of ``folder`` on the **test** split and write ``metrics.json`` there.
 
-    BLEU and chrF of greedy decoding, of beam search (``beam_width``, ``length_penalty``) and of the baseline
-    that copies the source (English words that French shares: names, numbers, punctuation); and greedy BLEU on
-    the first ``subset`` test pairs, the number the shipped model's test recomputes. With ``run_folder``
-    (the run that made the model), the weights it kept at each of its recipe's ``eval_minutes`` are scored
-    too, with beam search: the test-BLEU curve of training, read after training has ended.
+    BLEU and chrF of greedy decoding, of beam search (``beam_width``, ``length_penalty``) and of the
+    baseline that copies the source (English words that French shares: names, numbers, punctuation);
+    and greedy BLEU on the first ``subset`` test pairs, the number the shipped model's test
+    recomputes. With ``run_folder`` (the run that made the model), the weights it kept at each of
+    its recipe's ``eval_minutes`` are scored too, with beam search: the test-BLEU curve of training,
+    read after training has ended.
     """
     folder = Path(folder)
     corpus = corpus if corpus is not None else TatoebaCorpus()
@@ -680,7 +719,9 @@ def evaluate(
     )
     results["subset"] = subset
     if run_folder is not None:
-        results["curve"] = _test_curve(Path(run_folder), vocab, test, beam_width, length_penalty, device)
+        results["curve"] = _test_curve(
+            Path(run_folder), vocab, test, beam_width, length_penalty, device
+        )
     _write_json(folder / METRICS_FILE, results)
     return results
 
@@ -693,7 +734,8 @@ def _test_curve(
     length_penalty: float,
     device: torch.device | str,
 ) -> list[dict]:
-    """Beam-search test BLEU of each ``weights_<m>min.pt`` that :func:`train` kept in ``run_folder``."""
+    """Beam-search test BLEU of each ``weights_<m>min.pt`` that :func:`train` kept in
+    ``run_folder``."""
     log = json.loads((run_folder / LOG_FILE).read_text(encoding="utf-8"))
     model = Transformer(model_config(_read_recipe(run_folder), len(vocab), vocab.pad_id)).to(device)
     curve = []
@@ -705,7 +747,7 @@ def _test_curve(
     return curve
 
 
-# ----------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Command line
 
 
@@ -743,21 +785,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_eval.add_argument(
         "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
     )
-    p_train.add_argument("--minutes", type=float, default=None, help="training minutes (default: the recipe's)")
-    p_train.add_argument("--device", default="cpu", help="cpu (the CPU recipe) or cuda (the bigger recipe)")
     p_train.add_argument(
-        "--clock", choices=("wall", "cpu"), default="wall",
+        "--minutes", type=float, default=None, help="training minutes (default: the recipe's)"
+    )
+    p_train.add_argument(
+        "--device", default="cpu", help="cpu (the CPU recipe) or cuda (the bigger recipe)"
+    )
+    p_train.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
         help="count the training budget in wall-clock or process CPU seconds (default %(default)s)",
     )
-    p_train.add_argument("--ship", default=None, help="after training, copy the model (float16) to this folder")
-    p_eval = sub.add_parser("evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline")
-    p_eval.add_argument("--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)")
+    p_train.add_argument(
+        "--ship", default=None, help="after training, copy the model (float16) to this folder"
+    )
+    p_eval = sub.add_parser(
+        "evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline"
+    )
+    p_eval.add_argument(
+        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
+    )
     p_eval.add_argument("--device", default="cpu")
     p_eval.add_argument(
-        "--run-folder", default=None,
+        "--run-folder",
+        default=None,
         help="the training run's folder: also score the weights it kept at each eval minute",
     )
-    p_tr = sub.add_parser("translate", help="translate sentences given as arguments, or one per line on stdin")
+    p_tr = sub.add_parser(
+        "translate", help="translate sentences given as arguments, or one per line on stdin"
+    )
     p_tr.add_argument("sentences", nargs="*")
     p_tr.add_argument(
         "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
@@ -776,13 +833,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"shipped to {save_shipped_model(args.folder, args.ship)}")
         elif args.command == "evaluate":
             results = evaluate(args.folder, device=device, run_folder=args.run_folder)
-            print(f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on detokenised output")
+            print(
+                f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on "
+                f"detokenised output"
+            )
             for name in ("greedy", "beam4", "copy_source"):
                 print(
-                    f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF {results[name]['chrf']:6.2f}"
+                    f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF "
+                    f"{results[name]['chrf']:6.2f}"
                 )
             subset_key = f"greedy_bleu_first_{results['subset']}"
-            print(f"  greedy BLEU on the first {results['subset']} test pairs: {results[subset_key]:.2f}")
+            print(
+                f"  greedy BLEU on the first {results['subset']} test pairs: "
+                f"{results[subset_key]:.2f}"
+            )
             for point in results.get("curve", []):
                 print(
                     f"  after {point['minutes']:g} training minutes (step {point['step']}): "

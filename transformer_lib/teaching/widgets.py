@@ -1,32 +1,36 @@
 """Interactive views: thin ipywidgets wrappers around :mod:`transformer_lib.teaching.viz`.
 
-Each widget shows its controls and, below them, a PNG picture drawn as soon as it is displayed. The picture is
-an ordinary image output (with a display id), updated in place whenever a control changes: so a notebook read
-without a kernel still shows the first picture, and nbval never has widget state to compare. The PNG has twice
-the pixels of its size on screen, so it stays sharp on high-resolution displays.
+Each widget shows its controls and, below them, a PNG picture drawn as soon as it is displayed. The
+picture is an ordinary image output (with a display id), updated in place whenever a control
+changes: so a notebook read without a kernel still shows the first picture, and nbval never has
+widget state to compare. The PNG has twice the pixels of its size on screen, so it stays sharp on
+high-resolution displays.
 
-A widget only turns its controls into arguments for a ``viz`` function (and, where it must, runs the model);
-the drawing is ``viz``'s. What the user typed that cannot be drawn (an empty source, an unknown character)
-is shown as a message under the controls, which stay alive. A control with one possible value is hidden.
-Heat maps offer a colour-scale choice: one shared scale (0 to 1, so maps compare and a flat map looks flat)
-or each map's own (0 to its largest weight, to see detail in a faint map).
+A widget only turns its controls into arguments for a ``viz`` function (and, where it must, runs the
+model); the drawing is ``viz``'s. What the user typed that cannot be drawn (an empty source, an
+unknown character) is shown as a message under the controls, which stay alive. A control with one
+possible value is hidden. Heat maps offer a colour-scale choice: one shared scale (0 to 1, so maps
+compare and a flat map looks flat) or each map's own (0 to its largest weight, to see detail in a
+faint map).
 
-Every widget keeps its latest drawing in ``.png``, the numbers behind it in ``.state`` and the message of the
-last input it could not draw in ``.error``; tests set a control's ``.value`` and check them. ipywidgets is
-imported here only, so model code never needs it.
+Every widget keeps its latest drawing in ``.png``, the numbers behind it in ``.state`` and the
+message of the last input it could not draw in ``.error``; tests set a control's ``.value`` and
+check them. ipywidgets is imported here only, so model code never needs it.
 
-On the static site (``make site``, ``tools/make_site.py``) every widget still moves, and the widget itself says
-how: :meth:`FigureWidget.frames` yields ``(control values, PNG)`` for every combination of the values that
-:meth:`FigureWidget.site_values` offers, each PNG drawn by the widget's own :meth:`~FigureWidget.draw` after
-setting those values, exactly as a reader moving the controls would see it. The site cannot ask a live kernel,
-so the widget travels in the notebook: :meth:`FigureWidget.snapshot` is a small JSON record of its controls and
-of the data its pictures are drawn from (the attributes its class names in ``DATA``: attention maps, token
-labels; never the model), and :meth:`FigureWidget.restore` rebuilds the same widget from it in another process.
-The snapshot rides in the metadata of the controls' display output, under ``SNAPSHOT_KEY``: nbval never
-compares output metadata, and ``nbstripout --keep-output`` keeps it, so the committed outputs nbval reads are
-unchanged and a notebook grows by the size of its widgets' data (tens of kB), not by hundreds of PNGs. A widget
-whose picture needs the model for a control value computes it up front (``DecodingExplorer`` runs every step
-once); a control whose values are typed text (a source sentence) stays at its value on the web.
+On the static site (``make site``, ``tools/make_site.py``) every widget still moves, and the widget
+itself says how: :meth:`FigureWidget.frames` yields ``(control values, PNG)`` for every combination
+of the values that :meth:`FigureWidget.site_values` offers, each PNG drawn by the widget's own
+:meth:`~FigureWidget.draw` after setting those values, exactly as a reader moving the controls would
+see it. The site cannot ask a live kernel, so the widget travels in the notebook:
+:meth:`FigureWidget.snapshot` is a small JSON record of its controls and of the data its pictures
+are drawn from (the attributes its class names in ``DATA``: attention maps, token labels; never the
+model), and :meth:`FigureWidget.restore` rebuilds the same widget from it in another process. The
+snapshot rides in the metadata of the controls' display output, under ``SNAPSHOT_KEY``: nbval never
+compares output metadata, and ``nbstripout --keep-output`` keeps it, so the committed outputs nbval
+reads are unchanged and a notebook grows by the size of its widgets' data (tens of kB), not by
+hundreds of PNGs. A widget whose picture needs the model for a control value computes it up front
+(``DecodingExplorer`` runs every step once); a control whose values are typed text (a source
+sentence) stays at its value on the web.
 """
 
 import base64
@@ -90,16 +94,19 @@ def _has_one_value(control: w.Widget) -> bool:
     return values is not None and len(values) <= 1
 
 
-# Where a widget's snapshot rides in its controls' display output: output metadata, which nbval never compares.
+# Where a widget's snapshot rides in its controls' display output: output metadata, which nbval
+# never compares.
 SNAPSHOT_KEY = "transformer_lib/widget"
 SNAPSHOT_VERSION = 1
 
 
 def control_values(control: w.Widget) -> list | None:
-    """Every value ``control`` can take now, in its own order; None for a box of typed text (open-ended).
+    """Every value ``control`` can take now, in its own order; None for a box of typed text
+    (open-ended).
 
-    A checkbox: False, True. A menu or selection slider: its options' values. A slider: ``min`` to ``max`` in
-    steps of ``step`` (for a log slider, of the exponent: ``base ** min`` ... ``base ** max``).
+    A checkbox: False, True. A menu or selection slider: its options' values. A slider: ``min`` to
+    ``max`` in steps of ``step`` (for a log slider, of the exponent: ``base ** min`` ...
+    ``base ** max``).
     """
     if isinstance(control, w.Checkbox):
         return [False, True]
@@ -115,7 +122,8 @@ def control_values(control: w.Widget) -> list | None:
 
 
 def _spread(values: list, count: int, keep) -> list:
-    """At most ``count`` of ``values``, evenly spaced, with both ends (and ``keep``, the current value) among them."""
+    """At most ``count`` of ``values``, evenly spaced, with both ends (and ``keep``, the current
+    value) among them."""
     if len(values) <= count:
         return values
     picked = {round(i * (len(values) - 1) / (count - 1)) for i in range(count)}
@@ -124,9 +132,10 @@ def _spread(values: list, count: int, keep) -> list:
 
 
 def _encode(value):
-    """A widget's data as JSON: tensors as raw little-endian bytes in base64 (exact, so a restored widget draws the
-    very same picture), lists and tuples recursively, dicts as ``[key, value]`` pairs (notebook files are written
-    with sorted keys: a JSON object would lose the order), plain scalars as they are."""
+    """A widget's data as JSON: tensors as raw little-endian bytes in base64 (exact, so a restored
+    widget draws the very same picture), lists and tuples recursively, dicts as ``[key, value]``
+    pairs (notebook files are written with sorted keys: a JSON object would lose the order), plain
+    scalars as they are."""
     if isinstance(value, torch.Tensor):
         array = value.detach().cpu().contiguous().numpy()
         return {
@@ -143,7 +152,8 @@ def _encode(value):
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     raise TypeError(
-        f"a widget's data must be tensors, lists, dicts, strings or numbers, got {type(value).__name__}"
+        f"a widget's data must be tensors, lists, dicts, strings or numbers, got "
+        f"{type(value).__name__}"
     )
 
 
@@ -188,18 +198,21 @@ def _build(described: dict) -> w.Widget:
 class FigureWidget:
     """Controls above a picture that is redrawn whenever one of them changes.
 
-    Subclasses build ``self.controls`` (name -> widget) and implement :meth:`draw`, which returns a Figure and
-    may record what it showed in ``self.state``. ``draw`` raises ValueError for input it cannot draw; the
-    message is shown under the controls and the last good picture stays. A bound that follows another control
-    (a slider whose maximum depends on a menu) is set in :meth:`update`, so it holds in a restored widget too.
+    Subclasses build ``self.controls`` (name -> widget) and implement :meth:`draw`, which returns a
+    Figure and may record what it showed in ``self.state``. ``draw`` raises ValueError for input it
+    cannot draw; the message is shown under the controls and the last good picture stays. A bound
+    that follows another control (a slider whose maximum depends on a menu) is set in
+    :meth:`update`, so it holds in a restored widget too.
 
-    For the static site a subclass names in ``DATA`` the attributes that :meth:`update` and :meth:`draw` read
-    besides the controls (what :meth:`snapshot` saves), and may lower ``SITE_STEPS`` or override
-    :meth:`site_values` where the combinations of its controls are too many for the site.
+    For the static site a subclass names in ``DATA`` the attributes that :meth:`update` and
+    :meth:`draw` read besides the controls (what :meth:`snapshot` saves), and may lower
+    ``SITE_STEPS`` or override :meth:`site_values` where the combinations of its controls are too
+    many for the site.
     """
 
     DATA: tuple[str, ...] = ()
-    SITE_STEPS = 16  # the most values of one slider that the static site offers (evenly spaced, ends included)
+    # the most values of one slider that the static site offers (evenly spaced, ends included)
+    SITE_STEPS = 16
 
     def __init__(self, controls: dict[str, w.Widget], caption: str = ""):
         self.controls = controls
@@ -219,10 +232,12 @@ class FigureWidget:
         raise NotImplementedError
 
     def update(self) -> None:
-        """Recompute what the controls' values need before :meth:`draw` (e.g. run the model on new text)."""
+        """Recompute what the controls' values need before :meth:`draw` (e.g. run the model on new
+        text)."""
 
     def input_error(self) -> str | None:
-        """A message about input that :meth:`update` set aside while the picture shows the last good input."""
+        """A message about input that :meth:`update` set aside while the picture shows the last good
+        input."""
         return None
 
     def redraw(self) -> None:
@@ -259,7 +274,8 @@ class FigureWidget:
         controls = w.HBox(list(self.controls.values()), layout=w.Layout(flex_flow="row wrap"))
         parts = [controls, self.message] + ([self.caption] if self.caption.value else [])
         bundle = w.VBox(parts)._repr_mimebundle_()
-        # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the widget's repr.
+        # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the
+        # widget's repr.
         bundle["text/plain"] = self.controls_summary()
         display(
             bundle, raw=True, metadata={SNAPSHOT_KEY: self.snapshot()}
@@ -267,11 +283,12 @@ class FigureWidget:
         self._handle = display(self._image(), display_id=True)
 
     def site_values(self, name: str) -> list:
-        """The values of control ``name`` that the static site offers, given the other controls' values now.
+        """The values of control ``name`` that the static site offers, given the other controls'
+        values now.
 
-        A checkbox's and a menu's every value; at most ``SITE_STEPS`` of a slider's, evenly spaced with its ends
-        and its current value among them; only the current value of a text box (what the model must read needs
-        Python: on the web it is shown, disabled).
+        A checkbox's and a menu's every value; at most ``SITE_STEPS`` of a slider's, evenly spaced
+        with its ends and its current value among them; only the current value of a text box (what
+        the model must read needs Python: on the web it is shown, disabled).
         """
         control = self.controls[name]
         values = control_values(control)
@@ -284,10 +301,11 @@ class FigureWidget:
         return {name: control.value for name, control in self.controls.items()}
 
     def frames(self) -> Iterator[tuple[dict, bytes]]:
-        """Every picture of the static site: ``(control values, PNG)`` for each combination of the values that
-        :meth:`site_values` offers, controls taken in their order (so a bound that follows an earlier control,
-        such as the pair slider's maximum under ``d_model``, is the one in force). Each PNG is ``self.png`` after
-        setting those values, as a reader would; the controls are set back to their values at the start."""
+        """Every picture of the static site: ``(control values, PNG)`` for each combination of the
+        values that :meth:`site_values` offers, controls taken in their order (so a bound that
+        follows an earlier control, such as the pair slider's maximum under ``d_model``, is the one
+        in force). Each PNG is ``self.png`` after setting those values, as a reader would; the
+        controls are set back to their values at the start."""
         start = self.values()
         try:
             yield from self._frames_from(list(self.controls))
@@ -306,9 +324,9 @@ class FigureWidget:
             yield from self._frames_from(names[1:])
 
     def snapshot(self) -> dict:
-        """A JSON record from which :meth:`restore` rebuilds this widget without a kernel's other objects: the
-        class, the caption, every control in order (name, type, bounds, options, value) and the attributes named
-        in ``DATA``."""
+        """A JSON record from which :meth:`restore` rebuilds this widget without a kernel's other
+        objects: the class, the caption, every control in order (name, type, bounds, options, value)
+        and the attributes named in ``DATA``."""
         return {
             "version": SNAPSHOT_VERSION,
             "class": type(self).__name__,
@@ -323,8 +341,9 @@ class FigureWidget:
     def restore(snapshot: dict) -> "FigureWidget":
         """The widget a :meth:`snapshot` was taken of, drawn at the snapshot's control values.
 
-        Only classes of this module are rebuilt. The subclass's ``__init__`` does not run (it may need a
-        model): the data attributes are set from the snapshot, then the controls, then the first picture.
+        Only classes of this module are rebuilt. The subclass's ``__init__`` does not run (it may
+        need a model): the data attributes are set from the snapshot, then the controls, then the
+        first picture.
         """
         if snapshot.get("version") != SNAPSHOT_VERSION:
             raise ValueError(
@@ -344,7 +363,8 @@ class FigureWidget:
         return widget
 
     def controls_summary(self) -> str:
-        """One line naming the controls and their values, e.g. ``[controls: head = 0; run the notebook ...]``.
+        """One line naming the controls and their values, e.g. ``[controls: head = 0; run the
+        notebook ...]``.
 
         The colour scale is a way of looking, not a value of what is shown: it is left out.
         """
@@ -469,10 +489,11 @@ class LayerHeadExplorer(FigureWidget):
 
 
 class HeadCountExplorer(FigureWidget):
-    """Change ``h`` at a fixed ``d_model``: ``d_k = d_model / h`` shrinks and each head gets its own map.
+    """Change ``h`` at a fixed ``d_model``: ``d_k = d_model / h`` shrinks and each head gets its own
+    map.
 
-    Each ``h`` gets a freshly initialised :class:`MultiHeadAttention` (seeded, so the same ``h`` always shows
-    the same maps) applied to the same token vectors ``x (T, d_model)``.
+    Each ``h`` gets a freshly initialised :class:`MultiHeadAttention` (seeded, so the same ``h``
+    always shows the same maps) applied to the same token vectors ``x (T, d_model)``.
     """
 
     DATA = ("x", "labels", "seed")
@@ -514,10 +535,12 @@ class HeadCountExplorer(FigureWidget):
 
 
 class MaskBuilder(FigureWidget):
-    """Toggle the padding and the causal mask for a padded sequence and see the mask and the attention it allows.
+    """Toggle the padding and the causal mask for a padded sequence and see the mask and the
+    attention it allows.
 
-    ``tokens`` is the sequence as text pieces, with ``pad`` marking padding. Queries and keys are seeded
-    random vectors; the weights are those of ``tl.scaled_dot_product_attention`` under the mask.
+    ``tokens`` is the sequence as text pieces, with ``pad`` marking padding. Queries and keys are
+    seeded random vectors; the weights are those of ``tl.scaled_dot_product_attention`` under the
+    mask.
     """
 
     DATA = ("tokens", "is_real", "q", "k")
@@ -552,9 +575,11 @@ class MaskBuilder(FigureWidget):
 
 
 class PositionalEncodingExplorer(FigureWidget):
-    """Pick ``d_model`` and a feature pair ``i``: the heatmap of all encodings and the pair's two curves.
+    """Pick ``d_model`` and a feature pair ``i``: the heatmap of all encodings and the pair's two
+    curves.
 
-    On the static site: ``d_model`` a power of two from 16 to 256 (5 of its 32 values), the pair as any slider.
+    On the static site: ``d_model`` a power of two from 16 to 256 (5 of its 32 values), the pair as
+    any slider.
     """
 
     DATA = ("max_len",)
@@ -595,7 +620,8 @@ class PositionalEncodingExplorer(FigureWidget):
 
 
 class ScheduleExplorer(FigureWidget):
-    """The paper's learning-rate schedule for any ``d_model`` and ``warmup``, against the paper's own.
+    """The paper's learning-rate schedule for any ``d_model`` and ``warmup``, against the paper's
+    own.
 
     On the static site: 5 values of ``d_model`` (powers of two, 64 to 1024) and 9 of ``warmup``.
     """
@@ -636,22 +662,25 @@ class ScheduleExplorer(FigureWidget):
 
 
 def _token_labels(vocab: Vocab | SubwordVocab, ids: torch.Tensor) -> list[str]:
-    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for each space. A character
-    token ``" "`` reads ``·``; a subword piece carries its word's leading space, so ``" chat"`` reads ``·chat``
-    (never byte-level BPE's raw ``Ġchat``: :attr:`SubwordVocab.itos` holds each piece's text)."""
+    """One short label per token: ``^`` for ``<bos>``, ``$`` for ``<eos>``, ``·`` for each space. A
+    character token ``" "`` reads ``·``; a subword piece carries its word's leading space, so
+    ``" chat"`` reads ``·chat`` (never byte-level BPE's raw ``Ġchat``: :attr:`SubwordVocab.itos`
+    holds each piece's text)."""
     specials = {"<bos>": "^", "<eos>": "$"}
     return [specials.get(vocab.itos[i], vocab.itos[i].replace(" ", "·")) for i in ids.tolist()]
 
 
 def _decoder_row_labels(reads: Sequence[str], writes: Sequence[str]) -> list[str]:
-    """The rule both decoding widgets label decoder query rows by: ``a→b`` = reads ``a``, writes ``b``."""
+    """The rule both decoding widgets label decoder query rows by: ``a→b`` = reads ``a``, writes
+    ``b``."""
     return [f"{r}→{writes[i]}" if i < len(writes) else r for i, r in enumerate(reads)]
 
 
 def _check_source(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> None:
-    """A readable ValueError for a source the model cannot translate: an empty one, one with a character a
-    character :class:`Vocab` lacks, or one longer than the model's ``max_len`` positions (in tokens). A
-    :class:`SubwordVocab` knows every character (byte-level BPE spells an unseen one with byte tokens)."""
+    """A readable ValueError for a source the model cannot translate: an empty one, one with a
+    character a character :class:`Vocab` lacks, or one longer than the model's ``max_len`` positions
+    (in tokens). A :class:`SubwordVocab` knows every character (byte-level BPE spells an unseen one
+    with byte tokens)."""
     if not text.strip():
         example = (
             "a sentence" if isinstance(vocab, SubwordVocab) else "a date such as '3 march 1987'"
@@ -672,8 +701,9 @@ def _check_source(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> None:
 
 
 def _source_batch(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> torch.Tensor:
-    """``(1, S)`` token ids of the source ``text`` after :func:`_check_source`; for a :class:`SubwordVocab` the
-    text is first normalised as :func:`~transformer_lib.translation.translate` and the training text were."""
+    """``(1, S)`` token ids of the source ``text`` after :func:`_check_source`; for a
+    :class:`SubwordVocab` the text is first normalised as
+    :func:`~transformer_lib.translation.translate` and the training text were."""
     source = normalise_text(text) if isinstance(vocab, SubwordVocab) else text
     _check_source(vocab, source, max_len)
     return make_batch([(source, "")], vocab).src  # (1, S)
@@ -682,9 +712,10 @@ def _source_batch(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> torch
 class AttentionExplorer(FigureWidget):
     """Type a source text; see every layer's and head's attention in a trained :class:`Transformer`.
 
-    The model translates the text greedily, then one forward pass over ``(source, <bos> + translation)`` is
-    captured. ``kind`` is one of ``tl.inspection.ATTENTION_KINDS`` (the names ``tl.inspection.attention_kind`` gives):
-    ``"self"`` (encoder), ``"masked self"`` (decoder) or ``"cross"``. The layer, head and query sliders take
+    The model translates the text greedily, then one forward pass over
+    ``(source, <bos> + translation)`` is captured. ``kind`` is one of
+    ``tl.inspection.ATTENTION_KINDS`` (the names ``tl.inspection.attention_kind`` gives): ``"self"``
+    (encoder), ``"masked self"`` (decoder) or ``"cross"``. The layer, head and query sliders take
     their bounds from the model and the current text; the source redraws when you press Enter.
     """
 
@@ -730,7 +761,8 @@ class AttentionExplorer(FigureWidget):
                 ),
                 "scale": scale_control(),
             },
-            caption=f"Type a source and press Enter to translate it and redraw. {TOKEN_SYMBOLS} {ROW_RULE}",
+            caption="Type a source and press Enter to translate it and redraw. "
+            f"{TOKEN_SYMBOLS} {ROW_RULE}",
         )
 
     def _run(self, text: str) -> None:
@@ -759,8 +791,9 @@ class AttentionExplorer(FigureWidget):
         }
 
     def site_values(self, name: str) -> list:
-        """As any widget's, but the query stays where it is on the static site: the map shows every query's row
-        already, and the highlight of each one would multiply the pictures by the number of tokens."""
+        """As any widget's, but the query stays where it is on the static site: the map shows every
+        query's row already, and the highlight of each one would multiply the pictures by the number
+        of tokens."""
         if name == "query":
             return [self.controls["query"].value]
         return super().site_values(name)
@@ -802,15 +835,17 @@ class AttentionExplorer(FigureWidget):
             vmax=SCALES[c["scale"]],
             colorbar=True,
             title=viz.plain(
-                f"{self.KINDS[c['kind']]}, layer {c['layer']}, head {c['head']}  ->  {self.translation}"
+                f"{self.KINDS[c['kind']]}, layer {c['layer']}, head {c['head']}  ->  "
+                f"{self.translation}"
             ),
         )
 
 
 class DecodingExplorer(FigureWidget):
-    """Step through greedy decoding: at step ``t`` the model has written ``t`` tokens, and the picture shows
-    where each step's query looked in the source (cross-attention of the last layer, averaged over heads).
-    Rows not written yet are blank and unlabelled; a written row ``a→b`` read ``a`` and wrote ``b``."""
+    """Step through greedy decoding: at step ``t`` the model has written ``t`` tokens, and the
+    picture shows where each step's query looked in the source (cross-attention of the last layer,
+    averaged over heads). Rows not written yet are blank and unlabelled; a written row ``a→b`` read
+    ``a`` and wrote ``b``."""
 
     DATA = ("rows", "tokens", "row_labels", "source")
 
@@ -861,8 +896,9 @@ class DecodingExplorer(FigureWidget):
 
 
 class RotaryPairExplorer(FigureWidget):
-    """Slide a query's position and pick a pair: RoPE turns the pair by ``position * w_i``; the key (red) stays at
-    ``key_position``, and the title gives the pair's share of the score, which depends only on the offset.
+    """Slide a query's position and pick a pair: RoPE turns the pair by ``position * w_i``; the key
+    (red) stays at ``key_position``, and the title gives the pair's share of the score, which
+    depends only on the offset.
 
     On the static site: every pair, and 16 of the positions (evenly spaced, ends included).
     """

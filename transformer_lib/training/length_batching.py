@@ -1,16 +1,17 @@
 """Batches of sentence pairs of similar length, each within a budget of tokens (paper §5.1).
 
-"Sentence pairs were batched together by approximate sequence length. Each training batch contained a set of
-sentence pairs containing approximately 25000 source tokens and 25000 target tokens." Real sentences vary in
-length: a batch of a fixed number of pairs wastes most of its positions on padding when a short and a long
-sentence meet, and its memory varies with its longest pair. Grouping pairs of similar length and filling each
-batch up to a *token* budget keeps padding low and every batch about the same size in memory: many short
-pairs, or a few long ones.
+"Sentence pairs were batched together by approximate sequence length. Each training batch contained
+a set of sentence pairs containing approximately 25000 source tokens and 25000 target tokens." Real
+sentences vary in length: a batch of a fixed number of pairs wastes most of its positions on padding
+when a short and a long sentence meet, and its memory varies with its longest pair. Grouping pairs
+of similar length and filling each batch up to a *token* budget keeps padding low and every batch
+about the same size in memory: many short pairs, or a few long ones.
 
 :class:`LengthBatches` does it for a list of pairs and a vocabulary (a character ``Vocab`` or a
 :class:`~transformer_lib.training.subwords.SubwordVocab`) and hands out the library's
-:class:`~transformer_lib.training.data.Batch`, made by :func:`~transformer_lib.training.data.make_batch`, so ``Trainer`` takes
-them as they are: ``trainer.fit(batches, num_steps)``.
+:class:`~transformer_lib.training.data.Batch`, made by
+:func:`~transformer_lib.training.data.make_batch`, so ``Trainer`` takes them as they are:
+``trainer.fit(batches, num_steps)``.
 """
 
 import random
@@ -23,24 +24,29 @@ __all__ = ["LengthBatches"]
 
 
 class LengthBatches:
-    """Every pair once per epoch, in batches of similar lengths that hold at most ``max_tokens`` tokens.
+    """Every pair once per epoch, in batches of similar lengths that hold at most ``max_tokens``
+    tokens.
 
-    A batch of ``B`` pairs becomes tensors ``src (B, S)`` and ``tgt_in (B, T)``, ``S`` the longest source and
-    ``T`` the longest target plus one (``<bos>``); it *costs* ``B * (S + T)`` tokens, padding included, and that
-    is what must stay ``<= max_tokens``. (The paper's 25,000 source + 25,000 target tokens is
-    ``max_tokens=50_000``; a CPU wants a few thousand.)
+    A batch of ``B`` pairs becomes tensors ``src (B, S)`` and ``tgt_in (B, T)``, ``S`` the longest
+    source and ``T`` the longest target plus one (``<bos>``); it *costs* ``B * (S + T)`` tokens,
+    padding included, and that is what must stay ``<= max_tokens``. (The paper's 25,000 source +
+    25,000 target tokens is ``max_tokens=50_000``; a CPU wants a few thousand.)
 
-    Epoch ``e`` is planned from ``random.Random(f"{seed}/epoch/{e}")``: the pairs are shuffled, then sorted
-    (stably) by source and target length, so pairs of equal lengths meet in a new order each epoch; batches are
-    filled greedily along that order; then the batches are shuffled, so training does not see short sentences
-    first and long ones last. The plan is the same on every machine.
+    Epoch ``e`` is planned from ``random.Random(f"{seed}/epoch/{e}")``: the pairs are shuffled, then
+    sorted
+    (stably) by source and target length, so pairs of equal lengths meet in a new order each epoch;
+             batches are
+    filled greedily along that order; then the batches are shuffled, so training does not see short
+    sentences first and long ones last. The plan is the same on every machine.
 
-    ``by_length=False`` skips the sort: batches are filled along the shuffled order, within the same budget.
-    That is the baseline that shows what sorting saves (compare :meth:`padding_fraction`), not a way to train.
+    ``by_length=False`` skips the sort: batches are filled along the shuffled order, within the same
+    budget. That is the baseline that shows what sorting saves (compare :meth:`padding_fraction`),
+    not a way to train.
 
-    ``batches(step)`` (or calling the object) is the batch of training step ``step``, counting across epochs,
-    the form that :meth:`Trainer.fit <transformer_lib.training.train.Trainer.fit>` takes: a resumed run sees the same
-    batches as an uninterrupted one. ``epoch(e)`` iterates over one epoch's batches.
+    ``batches(step)`` (or calling the object) is the batch of training step ``step``, counting
+    across epochs, the form that :meth:`Trainer.fit <transformer_lib.training.train.Trainer.fit>`
+    takes: a resumed run sees the same batches as an uninterrupted one. ``epoch(e)`` iterates over
+    one epoch's batches.
     """
 
     def __init__(
@@ -84,9 +90,10 @@ class LengthBatches:
         if too_long:
             i = max(too_long, key=lambda j: self.src_lengths[j] + self.tgt_lengths[j])
             raise ValueError(
-                f"{len(too_long)} pair(s) do not fit in a batch of max_tokens={max_tokens} even alone; the longest, "
-                f"{self.pairs[i]!r}, costs {self.src_lengths[i]} source + {self.tgt_lengths[i]} target tokens: raise "
-                f"max_tokens to at least {self.src_lengths[i] + self.tgt_lengths[i]} or leave such pairs out"
+                f"{len(too_long)} pair(s) do not fit in a batch of max_tokens={max_tokens} even "
+                f"alone; the longest, {self.pairs[i]!r}, costs {self.src_lengths[i]} source + "
+                f"{self.tgt_lengths[i]} target tokens: raise max_tokens to at least "
+                f"{self.src_lengths[i] + self.tgt_lengths[i]} or leave such pairs out"
             )
         self._plans: dict[
             int, list[list[int]]
@@ -129,12 +136,14 @@ class LengthBatches:
         return make_batch([self.pairs[i] for i in indices], self.vocab)
 
     def epoch(self, epoch: int = 0) -> Iterator[Batch]:
-        """Epoch ``epoch``'s batches, one :class:`~transformer_lib.training.data.Batch` at a time."""
+        """Epoch ``epoch``'s batches, one :class:`~transformer_lib.training.data.Batch` at a
+        time."""
         for indices in self.plan(epoch):
             yield self.make(indices)
 
     def locate(self, step: int) -> tuple[int, int]:
-        """``(epoch, index of the batch within it)`` of training step ``step`` (steps count from 0)."""
+        """``(epoch, index of the batch within it)`` of training step ``step`` (steps count from
+        0)."""
         check_non_negative_ints(step=step)
         while self._epoch_starts[-1] <= step:  # plan epochs until one ends after this step
             self._epoch_starts.append(
@@ -144,14 +153,16 @@ class LengthBatches:
         return epoch, step - self._epoch_starts[epoch]
 
     def batch(self, step: int) -> Batch:
-        """The batch of training step ``step``, counting across epochs: ``trainer.fit(batches.batch, n)``."""
+        """The batch of training step ``step``, counting across epochs:
+        ``trainer.fit(batches.batch, n)``."""
         epoch, index = self.locate(step)
         return self.make(self.plan(epoch)[index])
 
     __call__ = batch
 
     def padding_fraction(self, epoch: int = 0) -> float:
-        """The share of an epoch's ``src`` and ``tgt_in`` positions that are padding (computed from lengths)."""
+        """The share of an epoch's ``src`` and ``tgt_in`` positions that are padding (computed from
+        lengths)."""
         padded = real = 0
         for indices in self.plan(epoch):
             src = max(self.src_lengths[i] for i in indices)

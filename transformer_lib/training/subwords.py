@@ -1,17 +1,20 @@
 """Subword tokens: byte-pair encoding (BPE) by hand, then at scale with Hugging Face ``tokenizers``.
 
-The paper encodes its sentences "using byte-pair encoding [...], which has a shared source-target vocabulary
-of about 37000 tokens" (§5.1). BPE (Sennrich, Haddow and Birch, 2016, "Neural Machine Translation of Rare Words
-with Subword Units") starts from single characters and repeatedly merges the most frequent pair of adjacent
-symbols into a new symbol. Frequent words end up as one token, rare words as a few pieces, and a word never
-seen in training is still spelled with known pieces ("lowest" = "low" + "est").
+The paper encodes its sentences "using byte-pair encoding [...], which has a shared source-target
+vocabulary of about 37000 tokens" (§5.1). BPE (Sennrich, Haddow and Birch, 2016, "Neural Machine
+Translation of Rare Words with Subword Units") starts from single characters and repeatedly merges
+the most frequent pair of adjacent symbols into a new symbol. Frequent words end up as one token,
+rare words as a few pieces, and a word never seen in training is still spelled with known pieces
+("lowest" = "low" + "est").
 
-- :func:`learn_bpe` and :func:`segment` are that algorithm in a few lines of Python, for a handful of words.
-- :class:`SubwordVocab` is the same algorithm, trained by ``tokenizers``' Rust trainer on a whole corpus, with
-  the interface of the course's character :class:`~transformer_lib.training.data.Vocab` (``encode``, ``decode``,
-  ``pad_id`` ...), so :func:`~transformer_lib.training.data.make_batch`, the :class:`~transformer_lib.model.transformer.Transformer`
-  and the decoders work with it unchanged. On the same words, :func:`learn_bpe` learns the same merges, in the
-  same order, as the Rust trainer (a test checks it).
+- :func:`learn_bpe` and :func:`segment` are that algorithm in a few lines of Python, for a handful
+  of words.
+- :class:`SubwordVocab` is the same algorithm, trained by ``tokenizers``' Rust trainer on a whole
+  corpus, with the interface of the course's character :class:`~transformer_lib.training.data.Vocab`
+  (``encode``, ``decode``, ``pad_id`` ...), so :func:`~transformer_lib.training.data.make_batch`,
+  the :class:`~transformer_lib.model.transformer.Transformer` and the decoders work with it
+  unchanged. On the same words, :func:`learn_bpe` learns the same merges, in the same order, as the
+  Rust trainer (a test checks it).
 """
 
 import json
@@ -37,8 +40,9 @@ __all__ = ["Merge", "learn_bpe", "segment", "SubwordVocab", "SPECIAL_TOKENS", "M
 
 @dataclass(frozen=True)
 class Merge:
-    """One step of BPE: the adjacent symbols ``left`` and ``right`` become the symbol ``left + right``;
-    ``count`` is how often the pair occurred (counting each word as many times as it appears) when chosen."""
+    """One step of BPE: the adjacent symbols ``left`` and ``right`` become the symbol
+    ``left + right``; ``count`` is how often the pair occurred (counting each word as many times as
+    it appears) when chosen."""
 
     left: str
     right: str
@@ -50,8 +54,8 @@ class Merge:
 
 
 def _merge_word(symbols: tuple[str, ...], left: str, right: str) -> tuple[str, ...]:
-    """Replace every ``left, right`` in ``symbols`` by ``left + right``, scanning left to right (``a a a`` with
-    the pair ``a a`` becomes ``aa a``)."""
+    """Replace every ``left, right`` in ``symbols`` by ``left + right``, scanning left to right
+    (``a a a`` with the pair ``a a`` becomes ``aa a``)."""
     out, i = [], 0
     while i < len(symbols):
         if i + 1 < len(symbols) and symbols[i] == left and symbols[i + 1] == right:
@@ -64,21 +68,24 @@ def _merge_word(symbols: tuple[str, ...], left: str, right: str) -> tuple[str, .
 
 
 def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list[Merge]:
-    """Learn up to ``num_merges`` BPE merges from ``words`` (a list, where repeats count, or ``{word: count}``).
+    """Learn up to ``num_merges`` BPE merges from ``words`` (a list, where repeats count, or
+    ``{word: count}``).
 
-    Each word starts as its characters. Every step counts the adjacent pairs of symbols over all words (a word
-    that appears 5 times adds 5), merges the most frequent pair everywhere, and records it. Ties go to the pair
-    of *older* symbols: the characters first, in alphabetical (code point) order, then merged symbols in the
-    order they were made; the left symbol decides first, then the right. That is the rule of Hugging Face's
-    ``BpeTrainer`` too, so both learn the same merges. Fewer merges come back when every word is one symbol.
+    Each word starts as its characters. Every step counts the adjacent pairs of symbols over all
+    words (a word that appears 5 times adds 5), merges the most frequent pair everywhere, and
+    records it. Ties go to the pair of *older* symbols: the characters first, in alphabetical (code
+    point) order, then merged symbols in the order they were made; the left symbol decides first,
+    then the right. That is the rule of Hugging Face's ``BpeTrainer`` too, so both learn the same
+    merges. Fewer merges come back when every word is one symbol.
 
-    Words are taken as given: to learn where words start (as :class:`SubwordVocab` does, whose pieces carry
-    their leading space), write the marker into the words, e.g. ``"▁low"``.
+    Words are taken as given: to learn where words start (as :class:`SubwordVocab` does, whose
+    pieces carry their leading space), write the marker into the words, e.g. ``"▁low"``.
     """
     check_non_negative_ints(num_merges=num_merges)
     if isinstance(words, str):
         raise TypeError(
-            "learn_bpe takes a list of words or a {word: count} dict, got one str; split it: text.split()"
+            "learn_bpe takes a list of words or a {word: count} dict, got one str; split it: "
+            "text.split()"
         )
     counts = dict(words) if isinstance(words, Mapping) else Counter(words)
     for word, count in counts.items():
@@ -109,9 +116,9 @@ def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list
 
 
 def segment(word: str, merges: Sequence[Merge]) -> list[str]:
-    """Split ``word`` into BPE pieces: start from its characters and apply ``merges`` in the order they were
-    learned, as :func:`learn_bpe` did during training. A word never seen in training is spelled with pieces
-    that were: ``segment("lowest", merges)`` may give ``["low", "est"]``."""
+    """Split ``word`` into BPE pieces: start from its characters and apply ``merges`` in the order
+    they were learned, as :func:`learn_bpe` did during training. A word never seen in training is
+    spelled with pieces that were: ``segment("lowest", merges)`` may give ``["low", "est"]``."""
     if not isinstance(word, str):
         raise TypeError(f"segment takes one word (a str), got {type(word).__name__}")
     symbols = tuple(word)
@@ -149,8 +156,9 @@ def _tokenizers():
 
 @lru_cache(maxsize=1)
 def _unicode_to_byte() -> dict[str, int]:
-    """Byte-level BPE writes each byte as a printable character (GPT-2's table: printable bytes stand for
-    themselves, the others, space included, are shifted to 256 and up; a space is ``Ġ``); this reverses it."""
+    """Byte-level BPE writes each byte as a printable character (GPT-2's table: printable bytes
+    stand for themselves, the others, space included, are shifted to 256 and up; a space is ``Ġ``);
+    this reverses it."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
     printable += list(range(ord("®"), ord("ÿ") + 1))
     chars, shifted = {}, 0
@@ -164,33 +172,38 @@ def _unicode_to_byte() -> dict[str, int]:
 
 
 class SubwordVocab:
-    """A byte-level BPE vocabulary shared by source and target (the paper's shared vocabulary), trained with
-    Hugging Face ``tokenizers``, with the interface of :class:`~transformer_lib.training.data.Vocab`.
+    """A byte-level BPE vocabulary shared by source and target (the paper's shared vocabulary),
+    trained with Hugging Face ``tokenizers``, with the interface of
+    :class:`~transformer_lib.training.data.Vocab`.
 
-    Ids: ``<pad>=0, <bos>=1, <eos>=2, <unk>=3`` as in ``Vocab``, then the 256 bytes, then the merged pieces in
-    the order they were learned. The text is put in Unicode NFC, cut before each word's leading space and
-    between letters, digits and punctuation (GPT-2's rule), and each piece's UTF-8 bytes are merged by BPE. So:
+    Ids: ``<pad>=0, <bos>=1, <eos>=2, <unk>=3`` as in ``Vocab``, then the 256 bytes, then the merged
+    pieces in the order they were learned. The text is put in Unicode NFC, cut before each word's
+    leading space and between letters, digits and punctuation (GPT-2's rule), and each piece's UTF-8
+    bytes are merged by BPE. So:
 
-    - every string can be encoded, with no ``<unk>``: a character never seen in training (Chinese, an emoji)
-      becomes its bytes;
-    - ``decode(encode(s)) == s`` for every NFC string ``s``: spaces are part of the pieces, so nothing has to
-      guess where they were. (Text typed with decomposed accents comes back composed.)
+    - every string can be encoded, with no ``<unk>``: a character never seen in training (Chinese,
+      an emoji) becomes its bytes;
+    - ``decode(encode(s)) == s`` for every NFC string ``s``: spaces are part of the pieces, so
+      nothing has to guess where they were. (Text typed with decomposed accents comes back
+      composed.)
     - ``<pad>``, ``<bos>`` ... written *in* a sentence are ordinary text, never the special ids.
 
-    Why Hugging Face ``tokenizers`` and not SentencePiece (Kudo and Richardson, 2018), which also trains BPE:
-    its pipeline is the one this docstring describes, in separate named parts (normaliser, pre-tokeniser, BPE
-    model, decoder) that a notebook can show one at a time; the trained vocabulary and its merges are one
-    readable JSON file (SentencePiece writes a protobuf ``.model``); byte-level BPE needs no ``<unk>`` and no
-    character coverage setting; its trainer learns the same merges as :func:`learn_bpe`; and it is the
-    tokenizer library that students meet again in Hugging Face ``transformers``. It installs as a binary
-    wheel on Linux, macOS and Windows.
+    Why Hugging Face ``tokenizers`` and not SentencePiece (Kudo and Richardson, 2018), which also
+    trains BPE: its pipeline is the one this docstring describes, in separate named parts
+    (normaliser, pre-tokeniser, BPE model, decoder) that a notebook can show one at a time; the
+    trained vocabulary and its merges are one readable JSON file (SentencePiece writes a protobuf
+    ``.model``); byte-level BPE needs no ``<unk>`` and no character coverage setting; its trainer
+    learns the same merges as :func:`learn_bpe`; and it is the tokenizer library that students meet
+    again in Hugging Face ``transformers``. It installs as a binary wheel on Linux, macOS and
+    Windows.
 
-    Make one with :meth:`train` (on the *training* split only) or :meth:`load`; keep it with :meth:`save`.
+    Make one with :meth:`train` (on the *training* split only) or :meth:`load`; keep it with
+    :meth:`save`.
     """
 
     def __init__(self, tokenizer):
-        """Wrap a ``tokenizers.Tokenizer`` whose first four ids are :data:`SPECIAL_TOKENS`; prefer :meth:`train`
-        or :meth:`load`."""
+        """Wrap a ``tokenizers.Tokenizer`` whose first four ids are :data:`SPECIAL_TOKENS`; prefer
+        :meth:`train` or :meth:`load`."""
         tk = _tokenizers()
         if not isinstance(tokenizer, tk.Tokenizer):
             raise TypeError(
@@ -200,8 +213,9 @@ class SubwordVocab:
             tokenizer.decoder, tk.decoders.ByteLevel
         ):
             raise ValueError(
-                "SubwordVocab needs a byte-level BPE tokenizer (as SubwordVocab.train makes), got a "
-                f"{type(tokenizer.model).__name__} model with decoder {type(tokenizer.decoder).__name__}"
+                "SubwordVocab needs a byte-level BPE tokenizer (as SubwordVocab.train makes), got "
+                f"a {type(tokenizer.model).__name__} model with decoder "
+                f"{type(tokenizer.decoder).__name__}"
             )
         found = [tokenizer.id_to_token(i) for i in range(len(SPECIAL_TOKENS))]
         if found != list(SPECIAL_TOKENS):
@@ -220,18 +234,19 @@ class SubwordVocab:
     def train(
         cls, texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2
     ) -> "SubwordVocab":
-        """Learn a vocabulary of ``vocab_size`` ids (specials and bytes included) from ``texts``: give it the
-        source *and* target sentences of the training split, never a held-out one.
+        """Learn a vocabulary of ``vocab_size`` ids (specials and bytes included) from ``texts``:
+        give it the source *and* target sentences of the training split, never a held-out one.
 
-        Merges stop early when no pair occurs ``min_frequency`` times, so ``len(vocab)`` may be smaller than
-        ``vocab_size`` on a small corpus. The result is the same on every run and machine.
+        Merges stop early when no pair occurs ``min_frequency`` times, so ``len(vocab)`` may be
+        smaller than ``vocab_size`` on a small corpus. The result is the same on every run and
+        machine.
         """
         tk = _tokenizers()
         check_positive_ints(vocab_size=vocab_size, min_frequency=min_frequency)
         if vocab_size < MIN_VOCAB_SIZE:  # the wording of _arguments' minimum rule, with its reason
             raise ValueError(
-                f"vocab_size must be >= {MIN_VOCAB_SIZE} (4 special tokens, 256 bytes and at least one merge), "
-                f"got vocab_size={vocab_size}"
+                f"vocab_size must be >= {MIN_VOCAB_SIZE} (4 special tokens, 256 bytes and at least "
+                f"one merge), got vocab_size={vocab_size}"
             )
         if isinstance(texts, str):
             raise TypeError(
@@ -255,14 +270,16 @@ class SubwordVocab:
             vocab_size=vocab_size,
             min_frequency=min_frequency,
             special_tokens=list(SPECIAL_TOKENS),  # ids 0-3, in this order
-            initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),  # all 256 bytes, seen or not: no <unk>
+            # all 256 bytes, seen or not: no <unk>
+            initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
             show_progress=False,
         )
         tokenizer.train_from_iterator(texts, trainer)
         return cls(tokenizer)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the whole tokenizer (pipeline, vocabulary, merges) as one JSON file; returns the path."""
+        """Write the whole tokenizer (pipeline, vocabulary, merges) as one JSON file; returns the
+        path."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.tokenizer.to_str(pretty=True), encoding="utf-8")
@@ -290,12 +307,13 @@ class SubwordVocab:
 
     def __repr__(self) -> str:
         return (
-            f"SubwordVocab({len(self)} tokens: byte-level BPE, <pad>={self.pad_id} <bos>={self.bos_id} "
-            f"<eos>={self.eos_id} <unk>={self.unk_id})"
+            f"SubwordVocab({len(self)} tokens: byte-level BPE, <pad>={self.pad_id} "
+            f"<bos>={self.bos_id} <eos>={self.eos_id} <unk>={self.unk_id})"
         )
 
     def encode(self, text: str, bos: bool = False, eos: bool = False) -> list[int]:
-        """``text`` -> token ids, with ``<bos>`` in front and ``<eos>`` at the end if asked. ``""`` -> ``[]``."""
+        """``text`` -> token ids, with ``<bos>`` in front and ``<eos>`` at the end if asked. ``""``
+        -> ``[]``."""
         if not isinstance(text, str):
             raise TypeError(f"encode takes a str, got {type(text).__name__}: {text!r}")
         ids = self.tokenizer.encode(text, add_special_tokens=False).ids
@@ -306,22 +324,24 @@ class SubwordVocab:
         bad = next((t for t in texts if not isinstance(t, str)), None)
         if bad is not None or isinstance(texts, str):
             raise TypeError(
-                f"encode_batch takes a list of str, got an element {bad if bad is not None else texts!r}"
+                f"encode_batch takes a list of str, got an element "
+                f"{bad if bad is not None else texts!r}"
             )
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        """One sequence of ids -> text, stopping at the first ``<eos>`` and skipping ``<pad>`` and ``<bos>``,
-        as :meth:`Vocab.decode <transformer_lib.training.data.Vocab.decode>` does. Bytes that do not form a whole
-        UTF-8 character (a model can emit those) become ``�``.
+        """One sequence of ids -> text, stopping at the first ``<eos>`` and skipping ``<pad>`` and
+        ``<bos>``, as :meth:`Vocab.decode <transformer_lib.training.data.Vocab.decode>` does. Bytes
+        that do not form a whole UTF-8 character (a model can emit those) become ``�``.
 
         For a batch ``(B, T)`` decode each row: ``[vocab.decode(row) for row in ids]``.
         """
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1:
                 raise ValueError(
-                    f"SubwordVocab.decode takes one sequence (T,), got a tensor of shape {tuple(ids.shape)}; "
-                    "decode a batch row by row: [vocab.decode(row) for row in ids]"
+                    "SubwordVocab.decode takes one sequence (T,), got a tensor of shape "
+                    f"{tuple(ids.shape)}; decode a batch row by row: [vocab.decode(row) for row in "
+                    "ids]"
                 )
             ids = ids.tolist()
         kept = []
@@ -336,8 +356,9 @@ class SubwordVocab:
     # -- looking at tokens
 
     def token_text(self, token_id: int) -> str:
-        """The text one token stands for, e.g. ``" beaucoup"`` (a leading space is part of a piece). A piece
-        that holds only part of a character's UTF-8 bytes shows them as ``<0xE4>``; specials are their names."""
+        """The text one token stands for, e.g. ``" beaucoup"`` (a leading space is part of a piece).
+        A piece that holds only part of a character's UTF-8 bytes shows them as ``<0xE4>``; specials
+        are their names."""
         check_token_id("token_id", token_id, len(self))
         token = self.tokenizer.id_to_token(int(token_id))
         if token_id < len(SPECIAL_TOKENS):
@@ -349,20 +370,22 @@ class SubwordVocab:
             return "".join(f"<0x{b:02X}>" for b in raw)
 
     def pieces(self, text: str) -> list[str]:
-        """``text`` as the texts of its tokens: ``pieces("Je t'aime.") == ["Je", " t", "'", "aime", "."]``
-        (whatever this vocabulary learned). Joined, they give back ``text`` unless a piece splits a character."""
+        """``text`` as the texts of its tokens: ``pieces("Je t'aime.") == ["Je", " t", "'", "aime",
+        "."]`` (whatever this vocabulary learned). Joined, they give back ``text`` unless a piece
+        splits a character."""
         return [self.token_text(i) for i in self.encode(text)]
 
     @property
     def itos(self) -> list[str]:
-        """Every token's text by id (:meth:`token_text`), like ``Vocab.itos``: labels for plots of attention.
-        Made once, on first use."""
+        """Every token's text by id (:meth:`token_text`), like ``Vocab.itos``: labels for plots of
+        attention. Made once, on first use."""
         if self._itos is None:
             self._itos = [self.token_text(i) for i in range(len(self))]
         return self._itos
 
     def merges(self) -> list[tuple[str, str]]:
-        """The learned merges in order, as pairs of token texts (the rows of :func:`learn_bpe`, at scale)."""
+        """The learned merges in order, as pairs of token texts (the rows of :func:`learn_bpe`, at
+        scale)."""
         model = json.loads(self.tokenizer.to_str())["model"]
         pairs = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
         to_text = _unicode_to_byte()

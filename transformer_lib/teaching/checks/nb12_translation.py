@@ -1,19 +1,21 @@
 """Notebook 12 · translation: the check of one BPE merge step.
 
-The learner writes ``merge_step(words)``: ``words`` maps each word, spelled as a tuple of symbols, to how often
-it occurs (``{("l", "o", "w"): 5, ...}``). It returns ``(pair, merged)``: the most frequent pair of adjacent
-symbols, counted inside words only and weighted by each word's count, ties going to the smallest
-``(left, right)`` in Python's order of tuples of str; and the words with every occurrence of that pair, read left
-to right without overlap, merged into one symbol (``("a", "a", "a")`` with ``("a", "a")`` becomes
-``("aa", "a")``). On words spelled in single characters that tie rule is :func:`~transformer_lib.learn_bpe`'s.
+The learner writes ``merge_step(words)``: ``words`` maps each word, spelled as a tuple of symbols,
+to how often it occurs (``{("l", "o", "w"): 5, ...}``). It returns ``(pair, merged)``: the most
+frequent pair of adjacent symbols, counted inside words only and weighted by each word's count, ties
+going to the smallest ``(left, right)`` in Python's order of tuples of str; and the words with every
+occurrence of that pair, read left to right without overlap, merged into one symbol
+(``("a", "a", "a")`` with ``("a", "a")`` becomes ``("aa", "a")``). On words spelled in single
+characters that tie rule is :func:`~transformer_lib.learn_bpe`'s.
 
-There is nothing to compare as tensors, so the entry has a ``verdict``: it reads whatever the learner's code
-returned defensively (a list for the pair, any mapping for the words are accepted), compares it with the rule,
-and names the mistake that explains a wrong answer: pairs counted across word boundaries, word counts ignored,
-another tie-break, overlapping occurrences merged, or text replaced inside longer symbols.
+There is nothing to compare as tensors, so the entry has a ``verdict``: it reads whatever the
+learner's code returned defensively (a list for the pair, any mapping for the words are accepted),
+compares it with the rule, and names the mistake that explains a wrong answer: pairs counted across
+word boundaries, word counts ignored, another tie-break, overlapping occurrences merged, or text
+replaced inside longer symbols.
 """
-# The entries read best as a table: one mistake per line or two, so the formatter is kept out of this file.
-# fmt: off
+# The entries read best as a table: one mistake per line or two, so the formatter is kept out of
+# this file. fmt: off
 
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -25,7 +27,8 @@ from .registry import Exercise, Question
 __all__ = ["check_merge_step"]
 
 
-# --- the rule, and the ways it goes wrong ------------------------------------------------------------------------
+# --- the rule, and the ways it goes wrong ---------------------------------------------------------
+
 
 def _pair_counts(words: dict) -> Counter:
     """Adjacent pairs inside each word, each word weighted by its count."""
@@ -42,7 +45,8 @@ def _best(counts: Counter) -> tuple[str, str]:
 
 
 def _merge(symbols: tuple, pair: tuple) -> tuple:
-    """Every ``left, right`` in ``symbols`` as one symbol, scanning left to right without overlap."""
+    """Every ``left, right`` in ``symbols`` as one symbol, scanning left to right without
+    overlap."""
     out, i = [], 0
     while i < len(symbols):
         if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
@@ -55,15 +59,18 @@ def _merge(symbols: tuple, pair: tuple) -> tuple:
 
 
 def reference_merge_step(words: dict) -> tuple[tuple[str, str], dict]:
-    """The rule the check grades by (the notebook's model answer is written independently, in solutions/)."""
+    """The rule the check grades by (the notebook's model answer is written independently, in
+    solutions/)."""
     pair = _best(_pair_counts(words))
     return pair, {_merge(symbols, pair): count for symbols, count in words.items()}
 
 
 def _pairs_across_words(words: dict) -> Counter:
-    """Mistake: the words run together as one sequence (each repeated by its count), so the last symbol of one
-    word and the first of the next count as a pair."""
-    sequence = [symbol for symbols, count in words.items() for _ in range(count) for symbol in symbols]
+    """Mistake: the words run together as one sequence (each repeated by its count), so the last
+    symbol of one word and the first of the next count as a pair."""
+    sequence = [
+        symbol for symbols, count in words.items() for _ in range(count) for symbol in symbols
+    ]
     return Counter(pairwise(sequence))
 
 
@@ -73,7 +80,8 @@ def _pairs_unweighted(words: dict) -> Counter:
 
 
 def _merge_overlapping(symbols: tuple, pair: tuple) -> tuple:
-    """Mistake: after a merge the scan moves on by one symbol, not two, so ``a a a`` becomes ``aa aa``."""
+    """Mistake: after a merge the scan moves on by one symbol, not two, so ``a a a`` becomes
+    ``aa aa``."""
     out, i, merged_last = [], 0, False
     while i < len(symbols):
         if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
@@ -95,29 +103,39 @@ def _merge_right_to_left(symbols: tuple, pair: tuple) -> tuple:
 
 
 def _merge_as_text(symbols: tuple, pair: tuple) -> tuple:
-    """Mistake: the pair replaced in the space-joined text, where ``"b c"`` also matches the end of ``"ab c"``."""
+    """Mistake: the pair replaced in the space-joined text, where ``"b c"`` also matches the end of
+    ``"ab c"``."""
     return tuple(" ".join(symbols).replace(f"{pair[0]} {pair[1]}", pair[0] + pair[1]).split(" "))
 
 
-# --- the cases -------------------------------------------------------------------------------------------------
+# --- the cases ------------------------------------------------------------------------------------
+
 
 def _cases() -> list[Case]:
     def case(words: dict, about: str) -> Case:
         return Case((words,), about)
 
     return [
-        case({tuple("low"): 5, tuple("lower"): 2, tuple("newest"): 6, tuple("widest"): 3},
-             "the words low ×5, lower ×2, newest ×6, widest ×3"),
-        case({tuple("aaa"): 3, tuple("ba"): 1}, "the words aaa ×3, ba ×1 (the pair a a overlaps itself in aaa)"),
+        case(
+            {tuple("low"): 5, tuple("lower"): 2, tuple("newest"): 6, tuple("widest"): 3},
+            "the words low ×5, lower ×2, newest ×6, widest ×3",
+        ),
+        case(
+            {tuple("aaa"): 3, tuple("ba"): 1},
+            "the words aaa ×3, ba ×1 (the pair a a overlaps itself in aaa)",
+        ),
         case({tuple("abc"): 1, tuple("abd"): 1, tuple("ef"): 5}, "the words abc ×1, abd ×1, ef ×5"),
         case({tuple("ea"): 1, tuple("eb"): 1, tuple("ec"): 1}, "the words ea, eb, ec, once each"),
         case({tuple("ba"): 2, tuple("ab"): 2}, "the words ba ×2, ab ×2 (a tie)"),
-        case({("b", "c"): 3, ("ab", "c"): 1, ("x", "y", "z"): 1},
-             "words already partly merged: (b, c) ×3, (ab, c) ×1, (x, y, z) ×1"),
+        case(
+            {("b", "c"): 3, ("ab", "c"): 1, ("x", "y", "z"): 1},
+            "words already partly merged: (b, c) ×3, (ab, c) ×1, (x, y, z) ×1",
+        ),
     ]
 
 
-# --- the verdict -------------------------------------------------------------------------------------------------
+# --- the verdict ----------------------------------------------------------------------------------
+
 
 def _as_pair(value) -> tuple[str, str]:
     if isinstance(value, str) or not isinstance(value, tuple | list) or len(value) != 2:
@@ -129,11 +147,16 @@ def _as_pair(value) -> tuple[str, str]:
 
 def _as_words(value) -> dict:
     if not isinstance(value, Mapping):
-        raise Failure(f"the merged words should be a dict {{tuple of symbols: count}}, got {type(value).__name__}.")
+        raise Failure(
+            f"the merged words should be a dict {{tuple of symbols: count}}, got "
+            f"{type(value).__name__}."
+        )
     words = {}
     for symbols, count in value.items():
         if not (isinstance(symbols, tuple) and all(isinstance(s, str) for s in symbols)):
-            raise Failure(f"each merged word should be a tuple of str symbols, got the key {symbols!r:.60}.")
+            raise Failure(
+                f"each merged word should be a tuple of str symbols, got the key {symbols!r:.60}."
+            )
         words[symbols] = count
     return words
 
@@ -145,71 +168,108 @@ def _spelling(words: dict) -> dict:
 def _verdict(result, case: Case) -> str:
     words = case.args[0]
     if result is None:
-        raise Failure(f"{case.about}: your function returned None (a missing `return`?); return (pair, merged).")
+        raise Failure(
+            f"{case.about}: your function returned None (a missing `return`?); return (pair, "
+            f"merged)."
+        )
     if isinstance(result, str) or not isinstance(result, tuple | list) or len(result) != 2:
-        raise Failure(f"{case.about}: return two things, (pair, merged), got {type(result).__name__}.")
+        raise Failure(
+            f"{case.about}: return two things, (pair, merged), got {type(result).__name__}."
+        )
     pair, merged = _as_pair(result[0]), _as_words(result[1])
     want_pair, want_words = reference_merge_step(words)
     counts = _pair_counts(words)
     if pair != want_pair:
         shown = f"{case.about}: you picked {pair}, the rule picks {want_pair}"
         if pair not in counts:
-            raise Failure(f"{shown}. {pair} never occurs inside one word: count pairs inside each word only "
-                          "(a word's last symbol and the next word's first are not neighbours).")
+            raise Failure(
+                f"{shown}. {pair} never occurs inside one word: count pairs inside each word only "
+                "(a word's last symbol and the next word's first are not neighbours)."
+            )
         if pair == _best(_pairs_across_words(words)):
-            raise Failure(f"{shown}: count pairs inside each word only, not across the end of one word and the "
-                          "start of the next.")
+            raise Failure(
+                f"{shown}: count pairs inside each word only, not across the end of one word and "
+                "the start of the next."
+            )
         if pair == _best(_pairs_unweighted(words)):
-            raise Failure(f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
-                          "add each word's count, not 1 per word.")
+            raise Failure(
+                f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
+                "add each word's count, not 1 per word."
+            )
         if counts[pair] == counts[want_pair]:
-            raise Failure(f"{shown}: both occur {counts[pair]} times, and a tie goes to the smallest "
-                          f"(left, right) in Python's order: min over ties, not max, not the first one met "
-                          "(Counter.most_common keeps the order pairs were first seen).")
-        raise Failure(f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
-                      "count every adjacent pair in every word, weighted by the word's count.")
+            raise Failure(
+                f"{shown}: both occur {counts[pair]} times, and a tie goes to the smallest (left, "
+                "right) in Python's order: min over ties, not max, not the first one met "
+                "(Counter.most_common keeps the order pairs were first seen)."
+            )
+        raise Failure(
+            f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
+            "count every adjacent pair in every word, weighted by the word's count."
+        )
     if merged == want_words:
         return ""
     for version, hint in (
-        (_merge_overlapping, "after merging symbols i and i + 1, carry on at i + 2: occurrences that overlap "
-                             "(a a a) merge once, from the left"),
-        (_merge_as_text, "replacing the text 'x y' in the joined word also matches inside longer symbols "
-                         "('b c' inside 'ab c'): compare whole symbols, symbols[i] == left and "
-                         "symbols[i + 1] == right"),
-        (_merge_right_to_left, "you merged from the right; scan left to right, so ('a', 'a', 'a') becomes "
-                               "('aa', 'a')"),
+        (
+            _merge_overlapping,
+            "after merging symbols i and i + 1, carry on at i + 2: occurrences that overlap "
+            "(a a a) merge once, from the left",
+        ),
+        (
+            _merge_as_text,
+            "replacing the text 'x y' in the joined word also matches inside longer symbols "
+            "('b c' inside 'ab c'): compare whole symbols, symbols[i] == left and "
+            "symbols[i + 1] == right",
+        ),
+        (
+            _merge_right_to_left,
+            "you merged from the right; scan left to right, so ('a', 'a', 'a') becomes ('aa', 'a')",
+        ),
     ):
         if merged == {version(symbols, pair): count for symbols, count in words.items()}:
             raise Failure(f"{case.about}: your merged words are not the rule's. Hint: {hint}.")
     if _spelling(merged) != _spelling(want_words):
-        raise Failure(f"{case.about}: your merged words spell {_spelling(merged)}, not {_spelling(want_words)}: "
-                      "a merge joins two neighbours into one symbol; it never adds, drops or repeats letters, "
-                      "and each word keeps its count. Hint: after merging symbols i and i + 1, carry on at i + 2.")
+        raise Failure(
+            f"{case.about}: your merged words spell {_spelling(merged)}, not "
+            f"{_spelling(want_words)}: a merge joins two neighbours into one symbol; it never "
+            "adds, drops or repeats letters, and each word keeps its count. Hint: after merging "
+            "symbols i and i + 1, carry on at i + 2."
+        )
     wrong = next((symbols for symbols in words if _merge(symbols, pair) not in merged), None)
     if wrong is None:
-        raise Failure(f"{case.about}: your merged words hold more than the words given: {len(merged)} words, "
-                      f"expected {len(want_words)}.")
-    raise Failure(f"{case.about}: {wrong} should become {_merge(wrong, pair)}; merge every occurrence of {pair}, "
-                  "left to right, in every word, and keep each word's count.")
+        raise Failure(
+            f"{case.about}: your merged words hold more than the words given: {len(merged)} words, "
+            f"expected {len(want_words)}."
+        )
+    raise Failure(
+        f"{case.about}: {wrong} should become {_merge(wrong, pair)}; merge every occurrence of "
+        f"{pair}, left to right, in every word, and keep each word's count."
+    )
 
 
 MERGE_STEP = Entry(
-    "check_merge_step", "your merge_step", None, _cases, verdict=_verdict,
-    success="the most frequent pair, counted inside words and weighted by their counts, ties to the smallest, "
-            "merged everywhere from the left.")
+    "check_merge_step",
+    "your merge_step",
+    None,
+    _cases,
+    verdict=_verdict,
+    success="the most frequent pair, counted inside words and weighted by their counts, ties to "
+    "the smallest, merged everywhere from the left.",
+)
 
 ENTRIES = (MERGE_STEP,)
 
 
-# --- the checks the notebooks call ------------------------------------------------------------------------------
+# --- the checks the notebooks call ----------------------------------------------------------------
+
 
 def check_merge_step(merge_step: Callable) -> CheckResult:
-    """Check ``merge_step(words) -> (pair, merged)`` for one step of BPE on ``{tuple of symbols: count}``; see the
-    module docstring for the rule. Returns a CheckResult: truthy when it passed; it prints as one paragraph."""
+    """Check ``merge_step(words) -> (pair, merged)`` for one step of BPE on ``{tuple of symbols:
+    count}``; see the module docstring for the rule. Returns a CheckResult: truthy when it passed;
+    it prints as one paragraph."""
     return judge(MERGE_STEP, merge_step)
 
 
-# --- the exercises ------------------------------------------------------------------------------------------------
+# --- the exercises --------------------------------------------------------------------------------
 
 EXERCISES = [
     Exercise("12", "1", "my_merge_step", "one step of BPE: count, pick, merge", "check_merge_step"),
