@@ -228,3 +228,34 @@ def test_valid_bleu_reads_pairs_of_every_length_not_the_shortest():
     pairs = [(f"s{i}", f"t{i}") for i in range(10)]
     assert translation.spread(pairs, 5) == [pairs[i] for i in (0, 2, 4, 6, 8)]
     assert translation.spread(pairs, 20) == pairs
+
+
+def test_a_cpu_clock_run_averages_its_last_weights_and_scores_its_test_curve(tmp_path, corpus):
+    """``clock="cpu"`` counts the budget in CPU seconds; ``average_last`` averages the weights kept
+    at the last eval minutes and ships them only where they score higher valid BLEU; ``evaluate``
+    with ``run_folder`` scores every kept copy on the test split."""
+    recipe = translation.TINY_RECIPE.replace(
+        minutes=0.03, eval_minutes=(0.01, 0.02, 0.03), average_last=2
+    )
+    folder = tmp_path / "run"
+    translation.train(folder, recipe, corpus=corpus, progress=False, clock="cpu")
+    log = json.loads((folder / "training_log.json").read_text())
+    assert log["clock"] == "cpu" and log["cpu_seconds"] >= 0.03 * 60
+    assert log["averaged"]["minutes"] == [0.02, 0.03]
+    averaged = torch.load(folder / "weights_averaged.pt", weights_only=True)["model"]
+    kept = [
+        torch.load(folder / f"weights_{m}min.pt", weights_only=True)["model"] for m in (0.02, 0.03)
+    ]
+    name = "encoder.layers.0.feed_forward.linear1.weight"
+    mean = (kept[0][name].float() + kept[1][name].float()) / 2
+    assert torch.allclose(averaged[name].float(), mean, atol=1e-3)
+    shipped = translation.save_shipped_model(folder, tmp_path / "shipped")
+    model, _ = translation.load_translator(shipped)
+    ships_average = log["averaged"]["valid_bleu"] > log["curve"][-1]["valid_bleu"]
+    expected = averaged if ships_average else kept[1]
+    assert torch.equal(model.state_dict()[name].half(), expected[name].half())
+    results = translation.evaluate(shipped, corpus=corpus, subset=10, run_folder=folder)
+    assert [p["minutes"] for p in results["curve"]] == [0.01, 0.02, 0.03]
+    assert all(0 <= p["test_bleu_beam4"] <= 100 for p in results["curve"])
+    with pytest.raises(ValueError, match="clock must be 'wall' or 'cpu'"):
+        translation.train(tmp_path / "other", recipe, corpus=corpus, progress=False, clock="gpu")
