@@ -12,6 +12,7 @@ import numbers
 import torch
 
 __all__ = [
+    "check_text_pairs",
     "is_int",
     "check_positive_ints",
     "check_non_negative_ints",
@@ -86,6 +87,18 @@ def check_choice(name: str, value: object, choices: tuple) -> None:
     them."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
+
+
+def check_text_pairs(caller: str, pairs: object, what: str = "(source text, target text) pairs"):
+    """Every element of ``pairs`` is a ``(str, str)`` pair, tuple or list: a bare string of two
+    letters would otherwise unpack as one. ``caller`` and ``what`` word the TypeError."""
+    for pair in pairs:
+        if not (
+            isinstance(pair, tuple | list)
+            and len(pair) == 2
+            and all(isinstance(t, str) for t in pair)
+        ):
+            raise TypeError(f"{caller} takes {what}, got an element {pair!r}")
 
 
 def check_token_id(

@@ -19,7 +19,13 @@ from pathlib import Path
 
 import torch
 
-from .._arguments import check_non_negative_ints, check_positive_ints, check_token_id, is_int
+from .._arguments import (
+    check_non_negative_ints,
+    check_positive_ints,
+    check_text_pairs,
+    check_token_id,
+    is_int,
+)
 from ..model.masks import causal_mask, padding_mask
 
 __all__ = [
@@ -122,16 +128,7 @@ def make_batch(pairs: Sequence[tuple[str, str]], vocab: Vocab) -> Batch:
     """(source text, target text) pairs -> a :class:`Batch`, padded to the longest of each side."""
     if not pairs:
         raise ValueError("make_batch needs at least one (source, target) pair")
-    # a bare string of two letters would otherwise unpack as a (source, target) pair
-    for pair in pairs:
-        if not (
-            isinstance(pair, tuple | list)
-            and len(pair) == 2
-            and all(isinstance(t, str) for t in pair)
-        ):
-            raise TypeError(
-                f"make_batch takes (source text, target text) pairs, got an element {pair!r}"
-            )
+    check_text_pairs("make_batch", pairs)
     src = _pad([vocab.encode(s) for s, _ in pairs], vocab.pad_id)  # (B, S)
     tgt = _pad([vocab.encode(t, bos=True, eos=True) for _, t in pairs], vocab.pad_id)  # (B, T + 1)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T) each

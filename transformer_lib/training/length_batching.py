@@ -17,7 +17,7 @@ about the same size in memory: many short pairs, or a few long ones.
 import random
 from collections.abc import Iterator, Sequence
 
-from .._arguments import check_non_negative_ints, check_positive_ints
+from .._arguments import check_non_negative_ints, check_positive_ints, check_text_pairs
 from .data import Batch, make_batch
 
 __all__ = ["LengthBatches"]
@@ -62,15 +62,7 @@ class LengthBatches:
             raise TypeError(f"by_length must be True or False, got {by_length!r}")
         if not pairs:
             raise ValueError("LengthBatches needs at least one (source, target) pair")
-        for pair in pairs:
-            if not (
-                isinstance(pair, tuple | list)
-                and len(pair) == 2
-                and all(isinstance(t, str) for t in pair)
-            ):
-                raise TypeError(
-                    f"LengthBatches takes (source text, target text) pairs, got an element {pair!r}"
-                )
+        check_text_pairs("LengthBatches", pairs)
         self.pairs, self.vocab, self.max_tokens, self.seed = list(pairs), vocab, max_tokens, seed
         self.by_length = by_length
         encode_all = getattr(vocab, "encode_batch", None) or (

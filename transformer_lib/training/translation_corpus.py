@@ -28,7 +28,12 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .._arguments import check_choice, check_non_negative_ints, check_positive_ints
+from .._arguments import (
+    check_choice,
+    check_non_negative_ints,
+    check_positive_ints,
+    check_text_pairs,
+)
 
 __all__ = [
     "ATTRIBUTION",
@@ -126,15 +131,7 @@ def split_pairs(
     split, pairs keep their input order.
     """
     check_non_negative_ints(num_valid=num_valid, num_test=num_test)
-    for pair in pairs:
-        if not (
-            isinstance(pair, tuple | list)
-            and len(pair) == 2
-            and all(isinstance(t, str) for t in pair)
-        ):
-            raise TypeError(
-                f"split_pairs takes (english, french) pairs of str, got an element {pair!r}"
-            )
+    check_text_pairs("split_pairs", pairs, "(english, french) pairs of str")
     groups = _group_of(pairs)
     sizes: dict[str, int] = {}
     for group in groups:
