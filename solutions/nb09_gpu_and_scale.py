@@ -18,9 +18,10 @@ ANSWERS = {
         "kernel only avoids storing the T x T matrix and moving it through main memory. To grow "
         "more slowly the model itself must change so that each query sees fewer keys or the keys "
         "are summarised: local or sliding-window attention (each query sees w keys: O(T · w)), "
-        "sparse patterns (Child et al. 2019, 'Generating Long Sequences with Sparse "
-        "Transformers'), or linear attention that replaces softmax(QK^T)V by a kernel feature map "
-        "(Katharopoulos et al. 2020, 'Transformers are RNNs'). Each changes what the model can "
+        "sparse patterns (Child, Gray, Radford and Sutskever, 2019, 'Generating Long Sequences "
+        "with Sparse Transformers'), or linear attention that replaces softmax(QK^T)V by a kernel "
+        "feature map (Katharopoulos, Vyas, Pappas and Fleuret, 2020, 'Transformers are RNNs: Fast "
+        "Autoregressive Transformers with Linear Attention'). Each changes what the model can "
         "compute, not just how fast."
     ),
 }
