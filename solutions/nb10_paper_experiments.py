@@ -14,18 +14,18 @@ def my_table3_row():
 
 ANSWERS = {
     "2": (
-        "Dropout fights over-fitting. The paper trains for 100K steps on about 4.5M sentence "
-        "pairs (WMT 2014 English-German); without dropout its dev perplexity rises from 4.92 to "
-        "5.77. Our grid trains for 200 steps on pairs drawn "
-        "afresh (section 2 counts them: 6398 of 6400 distinct), and switching dropout off lowers "
-        "our dev perplexity (3.474 to 2.826 in the committed grid). The hypothesis: our model is "
-        "still under-fitting, has nothing to memorise yet, and dropout only hides part of each "
-        "step's information. To test it, make over-fitting possible: train on a small fixed "
-        "training set (a few thousand pairs) for many passes, and record the training loss next "
-        "to the dev loss for P_drop = 0 and 0.1, several seeds each. Support for the hypothesis: "
-        "without dropout the training loss keeps falling while the dev loss turns up (a growing "
-        "train/dev gap), and P_drop = 0.1 ends with the lower dev perplexity, beyond the seed "
-        "spread; if P_drop = 0 still wins with no gap, the hypothesis is wrong."
+        "Dropout fights over-fitting. The paper trains for 100K steps on about 4.5M sentence pairs "
+        "(WMT 2014 English-German); without dropout its dev perplexity rises from 4.92 to 5.77. "
+        "Our grid trains for 200 steps on pairs drawn afresh (section 2 counts them: 6398 of 6400 "
+        "distinct), and switching dropout off lowers our dev perplexity (3.474 to 2.826 in the "
+        "committed grid). The hypothesis: our model is still under-fitting, has nothing to "
+        "memorise yet, and dropout only hides part of each step's information. To test it, make "
+        "over-fitting possible: train on a small fixed training set (a few thousand pairs) for "
+        "many passes, and record the training loss next to the dev loss for P_drop = 0 and 0.1, "
+        "several seeds each. Support for the hypothesis: without dropout the training loss keeps "
+        "falling while the dev loss turns up (a growing train/dev gap), and P_drop = 0.1 ends with "
+        "the lower dev perplexity, beyond the seed spread; if P_drop = 0 still wins with no gap, "
+        "the hypothesis is wrong."
     ),
 }
 

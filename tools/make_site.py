@@ -470,7 +470,7 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
         if frozen:
             print(
                 f"warning: {source.name}: {frozen} widget(s) without a snapshot stay frozen: "
-                f"re-execute it",
+                "re-execute it",
                 file=sys.stderr,
             )
         notebook = with_mathml(with_explorers(read[source], explorers, source.stem))
@@ -478,7 +478,7 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
         body = re.sub(r'href="([\w.-]+)\.ipynb"', r'href="\1.html"', body)
         header = (
             f'<header class="tl-header">{nav(sources, i)}<button id="tl-fold" type="button">fold '
-            f"all code"
+            "all code"
             f'</button><span class="tl-made">{html.escape(made_at(source))}; site built from '
             f"{built_from}</span></header>"
         )
@@ -506,15 +506,15 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
         "from Scratch</title>"
         "<link rel='icon' href='data:,'>"
         "<link rel='stylesheet' href='assets/site.css'></head><body class='tl-index'>"
-        f"<header class='tl-header'><strong>Transformers from Scratch</strong>"
+        "<header class='tl-header'><strong>Transformers from Scratch</strong>"
         f"<span class='tl-made'>site built from commit {built_from}</span></header><main "
-        f"class='tl-main'>"
+        "class='tl-main'>"
         "<h1>Transformers from Scratch</h1>"
         "<p>The course's notebooks as last executed, with their figures. Every explorer moves: its "
         "pictures were "
         "drawn in advance, by the widget itself, for the values its controls offer here (each page "
         "says what it "
-        f"leaves out). To type your own input, run the notebooks: <code>make lab</code>.</p>"
+        "leaves out). To type your own input, run the notebooks: <code>make lab</code>.</p>"
         "<table><tr><th>#</th><th>notebook</th><th>what it teaches</th><th>explorers</th><th>CPU "
         "budget</th></tr>"
         f"{''.join(rows)}</table><h2>Exercises</h2>{exercise_table()}<h2>Diagrams</h2>{diagrams}"

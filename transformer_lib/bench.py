@@ -487,7 +487,7 @@ def main(argv: list[str] | None = None) -> None:
         ],
     )
     print(
-        f"\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, measured on "
+        "\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, measured on "
         f"{device.type})"
     )
     _print_table(

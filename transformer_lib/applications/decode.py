@@ -440,9 +440,8 @@ def beam_search(
     vocab_size = model.config.tgt_vocab_size
     if beam_width >= vocab_size:
         raise ValueError(
-            f"beam_width={beam_width} must be below the vocabulary size {vocab_size}: "
-            f"a step can extend a prefix by at most {vocab_size - 1} tokens (<pad> is never "
-            f"emitted)"
+            f"beam_width={beam_width} must be below the vocabulary size {vocab_size}: a step can "
+            f"extend a prefix by at most {vocab_size - 1} tokens (<pad> is never emitted)"
         )
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
         raise TypeError(
@@ -450,7 +449,7 @@ def beam_search(
         )
     if not math.isfinite(length_penalty):
         raise ValueError(
-            f"length_penalty must be a finite number (alpha, 0.6 in the paper), got "
+            "length_penalty must be a finite number (alpha, 0.6 in the paper), got "
             f"{length_penalty}"
         )
     # NumPy scalars from a grid pass too

@@ -104,7 +104,7 @@ def _attention_pairs(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, pr
     if ours.rope_theta is not None:  # the weights would copy, but the functions would differ
         raise TypeError(
             f"{prefix}ours rotates queries and keys (rope_theta={ours.rope_theta}); PyTorch's does "
-            f"not"
+            "not"
         )
     if theirs.in_proj_weight is not None:  # fused: W_Q, W_K, W_V stacked along the output axis
         weights = theirs.in_proj_weight.chunk(3, dim=0)  # 3 x (d_model, d_model)
@@ -172,7 +172,7 @@ def _layer_pairs(ours: nn.Module, theirs: nn.Module, attentions: list, residuals
         if not isinstance(ours_norm, LayerNorm):
             raise TypeError(
                 f"{residual}.norm: ours is {type(ours_norm).__name__}, PyTorch's layers use "
-                f"LayerNorm"
+                "LayerNorm"
             )
         if ours_norm.eps != theirs_norm.eps:
             raise TypeError(
@@ -275,7 +275,7 @@ def config_from_huggingface(hf_config):
         _require(
             getattr(c, "position_embedding_type", "absolute") == "absolute",
             f"BERT with position_embedding_type={getattr(c, 'position_embedding_type', None)!r} "
-            f"(ours: absolute)",
+            "(ours: absolute)",
         )
         _require(
             not c.is_decoder, "BERT with is_decoder=True (ours is the bidirectional masked model)"
@@ -346,17 +346,17 @@ def config_from_huggingface(hf_config):
         _require(
             rope.get("rope_type", "default") == "default",
             f"Llama with rope_type={rope.get('rope_type')!r} (ours: the original RoPE frequencies, "
-            f"'default')",
+            "'default')",
         )
         _require(
             c.head_dim == c.hidden_size // c.num_attention_heads,
             f"Llama with head_dim={c.head_dim} != hidden_size // num_attention_heads (ours: d_k = "
-            f"d_model // h)",
+            "d_model // h)",
         )
         _require(
             c.attention_bias == c.mlp_bias,
             f"Llama with attention_bias={c.attention_bias} but mlp_bias={c.mlp_bias} (ours: one "
-            f"bias switch)",
+            "bias switch)",
         )
         _require(
             c.hidden_act == "silu",
@@ -384,7 +384,7 @@ def config_from_huggingface(hf_config):
             bias=c.attention_bias,
         )
     raise ValueError(
-        f"config_from_huggingface reads gpt2, bert, marian and llama configs, got "
+        "config_from_huggingface reads gpt2, bert, marian and llama configs, got "
         f"model_type={kind!r}"
     )
 

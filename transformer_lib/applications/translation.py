@@ -478,7 +478,7 @@ def train(
         log = json.loads((folder / LOG_FILE).read_text(encoding="utf-8"))
         print(
             f"resuming {folder} at step {trainer.step}, {log['train_seconds'] / 60:.1f} training "
-            f"minutes done"
+            "minutes done"
         )
     log["threads"] = torch.get_num_threads()
     log["clock"] = clock
@@ -821,7 +821,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = evaluate(args.folder, device=device, run_folder=args.run_folder)
             print(
                 f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on "
-                f"detokenised output"
+                "detokenised output"
             )
             for name in ("greedy", "beam4", "copy_source"):
                 print(

@@ -152,7 +152,7 @@ def _encode(value):
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     raise TypeError(
-        f"a widget's data must be tensors, lists, dicts, strings or numbers, got "
+        "a widget's data must be tensors, lists, dicts, strings or numbers, got "
         f"{type(value).__name__}"
     )
 

@@ -484,7 +484,7 @@ class PythonSourceCorpus:
         if not self.root.is_dir():
             raise FileNotFoundError(
                 f"no standard-library folder at {self.root}; pass root= a folder of .py files to "
-                f"read instead"
+                "read instead"
             )
         if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-9:
             raise ValueError(

@@ -324,7 +324,7 @@ class SubwordVocab:
         bad = next((t for t in texts if not isinstance(t, str)), None)
         if bad is not None or isinstance(texts, str):
             raise TypeError(
-                f"encode_batch takes a list of str, got an element "
+                "encode_batch takes a list of str, got an element "
                 f"{bad if bad is not None else texts!r}"
             )
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]

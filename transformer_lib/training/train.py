@@ -457,7 +457,7 @@ def _check_weights_match(model: nn.Module, weights: dict, path: str | os.PathLik
     if problems:
         raise CheckpointError(
             f"{os.fspath(path)!r} holds weights of a different model ({'; '.join(problems[:4])}); "
-            f"nothing was loaded"
+            "nothing was loaded"
         )
 
 

@@ -49,10 +49,9 @@ LAYER_BUGS = [  # (hint, the knobs of variants.encoder_layer / variants.decoder_
         {"bare": True},
     ),
     (
-        "the attention splits into d_k heads of h features each: the two numbers are swapped "
-        "(with d_model=16, h=4 they are equal; the case with h=3, d_k=8 shows it). Hint: "
-        "num_heads heads of d_k = d_model // num_heads features: `x.view(B, T, num_heads, d_model "
-        "// num_heads)`.",
+        "the attention splits into d_k heads of h features each: the two numbers are swapped (with "
+        "d_model=16, h=4 they are equal; the case with h=3, d_k=8 shows it). Hint: num_heads heads "
+        "of d_k = d_model // num_heads features: `x.view(B, T, num_heads, d_model // num_heads)`.",
         {"heads_of_width_h": True},
     ),
 ]

@@ -32,9 +32,8 @@ def _own_row_verdict(answer, case: Case) -> str:
     # the row itself failed to build or train (out of memory, say): a message, not a crash
     except Exception as exc:
         raise Failure(
-            f"your row could not be trained ({type(exc).__name__}: "
-            f"{str(exc).strip()[:200]}). Hint: keep the row close to the base model's "
-            "sizes."
+            f"your row could not be trained ({type(exc).__name__}: {str(exc).strip()[:200]}). "
+            "Hint: keep the row close to the base model's sizes."
         ) from None
 
 
@@ -102,7 +101,7 @@ def judge_own_row(
     if not base or base[0]["seeds"] < 2:
         raise ValueError(
             f"the results hold fewer than two seeds of grid {grid.name!r}'s base row to compare "
-            f"with"
+            "with"
         )
     task = task if task is not None else StringProgramTask()
     try:

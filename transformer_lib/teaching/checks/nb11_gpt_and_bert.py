@@ -402,12 +402,11 @@ def _pattern_failures(tokens, inputs, targets, mask_id, specials) -> None:
     gap, lag = _largest_dependence(picked, maskable, range(1, 21))
     if gap > 0.05:
         raise Failure(
-            f"the picked positions follow a pattern: whether position t + {lag} is "
-            f"picked depends on whether position t is (by {gap:.2f}; independent picks: "
-            "under 0.02). Stripes (every k-th position) have the right share, but the "
-            "model would only ever be asked about those positions. Hint: pick each "
-            "position on its own, `torch.rand(tokens.shape, generator=generator) < "
-            "rate`."
+            f"the picked positions follow a pattern: whether position t + {lag} is picked depends "
+            f"on whether position t is (by {gap:.2f}; independent picks: under 0.02). Stripes "
+            "(every k-th position) have the right share, but the model would only ever be asked "
+            "about those positions. Hint: pick each position on its own, "
+            "`torch.rand(tokens.shape, generator=generator) < rate`."
         )
     # the random replacements, in order
     replaced = inputs[picked & (inputs != tokens) & (inputs != mask_id)]

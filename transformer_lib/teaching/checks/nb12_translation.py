@@ -170,7 +170,7 @@ def _verdict(result, case: Case) -> str:
     if result is None:
         raise Failure(
             f"{case.about}: your function returned None (a missing `return`?); return (pair, "
-            f"merged)."
+            "merged)."
         )
     if isinstance(result, str) or not isinstance(result, tuple | list) or len(result) != 2:
         raise Failure(
@@ -216,9 +216,8 @@ def _verdict(result, case: Case) -> str:
         ),
         (
             _merge_as_text,
-            "replacing the text 'x y' in the joined word also matches inside longer symbols "
-            "('b c' inside 'ab c'): compare whole symbols, symbols[i] == left and "
-            "symbols[i + 1] == right",
+            "replacing the text 'x y' in the joined word also matches inside longer symbols ('b c' "
+            "inside 'ab c'): compare whole symbols, symbols[i] == left and symbols[i + 1] == right",
         ),
         (
             _merge_right_to_left,

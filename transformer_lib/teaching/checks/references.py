@@ -103,9 +103,8 @@ def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> Mu
         expected = counts[bool(biased)]
         if 0 < len(biased) < 4 and not unregistered:
             raise Failure(
-                f"only {sorted(biased)} have a bias: give all four projections a bias, "
-                "or none (the paper's equations have none: `nn.Linear(d_model, "
-                "d_model, bias=False)`)."
+                f"only {sorted(biased)} have a bias: give all four projections a bias, or none "
+                "(the paper's equations have none: `nn.Linear(d_model, d_model, bias=False)`)."
             )
         for name, layer in linears.items():
             if isinstance(layer, nn.Linear) and (layer.in_features, layer.out_features) != (
@@ -120,10 +119,9 @@ def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> Mu
         if found < counts[False] or unregistered:
             raise Failure(
                 f"the module registers {found} parameters, the library {expected}, and "
-                f"{unregistered} are not nn.Linear attributes: layers kept in local "
-                "variables, plain lists or tuples are invisible to `.parameters()`, so "
-                "the optimizer never trains them. Hint: assign each layer to `self.` "
-                "(or use nn.ModuleList)."
+                f"{unregistered} are not nn.Linear attributes: layers kept in local variables, "
+                "plain lists or tuples are invisible to `.parameters()`, so the optimizer never "
+                "trains them. Hint: assign each layer to `self.` (or use nn.ModuleList)."
             )
         known = {
             id(p)
@@ -133,9 +131,8 @@ def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> Mu
         }
         extra = [n for n, p in student.named_parameters() if id(p) not in known]
         raise Failure(
-            f"the module registers {found} parameters, the library {expected}; the extra "
-            f"ones are {extra}. Hint: multi-head attention needs only w_q, w_k, w_v, "
-            "w_o."
+            f"the module registers {found} parameters, the library {expected}; the extra ones are "
+            f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o."
         )
     reference = _WithWeights(d_model, num_heads, bias=bool(biased))
     return copy_weights(reference, student, {n: n for n in _PROJECTIONS})
@@ -153,11 +150,10 @@ def _distinct_norms(student: nn.Module, names: list[str]) -> None:
         for tensor in (norm, *norm.parameters()):
             if id(tensor) in seen and seen[id(tensor)] != name:
                 raise Failure(
-                    f"`{seen[id(tensor)]}` and `{name}` are one LayerNorm (or share its "
-                    "gain or shift): each sublayer has a LayerNorm of its own, with its "
-                    f"own learned gain and shift. Hint: `self.{seen[id(tensor)]} = "
-                    f"nn.LayerNorm(d_model)` and `self.{name} = nn.LayerNorm(d_model)`, "
-                    "two calls."
+                    f"`{seen[id(tensor)]}` and `{name}` are one LayerNorm (or share its gain or "
+                    "shift): each sublayer has a LayerNorm of its own, with its own learned gain "
+                    f"and shift. Hint: `self.{seen[id(tensor)]} = nn.LayerNorm(d_model)` and "
+                    f"`self.{name} = nn.LayerNorm(d_model)`, two calls."
                 )
             seen[id(tensor)] = name
     with torch.no_grad():
