@@ -3,13 +3,17 @@
 An Entry holds the reference, the inputs (:class:`Case`) and the known mistakes (:class:`Mistake`).
 ``judge`` compares outputs and gradients, names the first discrepancy and the mistake that explains
 it, and never raises (a KeyboardInterrupt goes through): whatever student code does or returns
-becomes a message, formatted defensively. Each side gets its own copy of the arguments, and
-:func:`_isolated` restores the learner's random streams and torch settings.
+becomes a message, formatted defensively, and what a check reads of it is bounded
+(:func:`stored_items`). Each side gets its own copy of the arguments; the references run on the
+library's and torch's functions as they were when the checks were imported, whatever student code
+monkeypatched, and :func:`_isolated` gives the learner back their random streams, functions and
+torch settings.
 """
 
 import contextlib
 import copy
 import linecache
+import math
 import random
 import sys
 import sysconfig
@@ -34,6 +38,10 @@ __all__ = [
     "output_and_weights",
     "one_number",
     "knob_mistakes",
+    "is_instance",
+    "truth",
+    "refuse",
+    "stored_items",
 ]
 
 
@@ -141,12 +149,59 @@ def _stub_code(exc: NotImplementedError):
 
 
 def _type_name(value) -> str:
-    """``type(value).__name__``, or "object" when even that cannot be read."""
+    """``type(value).__name__``, or "object" when even that cannot be read (a metaclass may make
+    ``__name__`` raise anything, a BaseException too)."""
     try:
         name = type(value).__name__
-    except Exception:
+        return str.__str__(name) if isinstance(name, str) else "object"
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
         return "object"
-    return name if isinstance(name, str) else "object"
+
+
+def is_instance(value, kinds) -> bool:
+    """``isinstance(value, kinds)``, False where student code makes it raise (an object whose
+    ``__class__`` property raises): checks that pick their entry by the kind of code run it before
+    :func:`judge`'s guard."""
+    try:
+        return isinstance(value, kinds)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return False
+
+
+def truth(value) -> bool | None:
+    """``bool(value)`` for a check's option, or None where ``bool()`` raises or returns no bool."""
+    try:
+        answer = bool(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return None
+    return answer if answer is True or answer is False else None
+
+
+def refuse(check: str, message: str) -> CheckResult:
+    """The failed result of a check that cannot even start (an option it cannot read)."""
+    return CheckResult(check, False, f"❌ {check}: {message}")
+
+
+def stored_items(value, limit: int) -> list | None:
+    """The items a tuple or list holds, at most ``limit + 1`` of them, read from its storage
+    (``tuple.__iter__``), never through methods a subclass overrides (an ``__iter__`` or
+    ``__len__`` that never ends or lies); None for anything else. A check reads student results
+    through it, so that what it reads is bounded: more than ``limit`` items is a wrong answer."""
+    for kind in (tuple, list):
+        if issubclass(type(value), kind):
+            items = []
+            for item in kind.__iter__(value):
+                items.append(item)
+                if len(items) > limit:
+                    break
+            return items
+    return None
 
 
 def _text(value, how: Callable = str) -> str:
@@ -174,7 +229,7 @@ def _call(what: str, fn: Callable, *args, **kwargs):
     failure. Its other warnings are shown (once each), whether or not it raised."""
     caught: list = []
     try:
-        with warnings.catch_warnings(record=True) as caught, torch.enable_grad():
+        with warnings.catch_warnings(record=True) as caught, torch.enable_grad(), _as_learner():
             warnings.simplefilter("always")
             return fn(*args, **kwargs)
     except NotImplementedError as exc:
@@ -277,6 +332,12 @@ def _differs(got: dict, expected: dict, atol: float, rtol: float) -> str | None:
             return f"your {part}: shape {tuple(have.shape)}, expected {tuple(want.shape)}."
         if (have.dtype == torch.bool) != (want.dtype == torch.bool):
             return f"your {part}: dtype {have.dtype}, expected {want.dtype}."
+        if have.is_complex() and not want.is_complex():
+            return (
+                f"your {part}: dtype {have.dtype}, complex numbers; expected real ones "
+                f"({want.dtype}): nothing here needs an imaginary part (look for a `j` literal "
+                "such as `7j`, or `torch.complex`)."
+            )
         have, want = have.detach().double(), want.detach().double()
         wrong = ~torch.isclose(have, want, atol=atol, rtol=rtol, equal_nan=True)
         if wrong.any():
@@ -305,9 +366,11 @@ def _output(result, case=None) -> dict:
 
 
 def output_and_weights(result, case=None) -> dict:
-    """``output`` or ``(output, weights)``: the forms attention code may return."""
-    if isinstance(result, tuple) and len(result) == 2:
-        return {"output": result[0]} | ({"weights": result[1]} if result[1] is not None else {})
+    """``output`` or ``(output, weights)``: the forms attention code may return (a tuple read from
+    its storage, whatever a subclass's ``__len__`` or ``__getitem__`` say)."""
+    items = stored_items(result, 2) if issubclass(type(result), tuple) else None
+    if items is not None and len(items) == 2:
+        return {"output": items[0]} | ({"weights": items[1]} if items[1] is not None else {})
     return {"output": result}
 
 
@@ -535,29 +598,164 @@ def _compare_gradients(
         )
 
 
+# --- what student code may change, and what the references must not see ------------------------
+
+
+def _owners() -> list:
+    """The modules and classes whose functions the references call and a learner may monkeypatch:
+    torch's namespaces, ``math``, the library's modules (not the checks'), ``torch.Tensor`` and
+    the ``nn.Module`` classes of ``torch.nn`` and of the library."""
+    modules = [torch, torch.nn.functional, torch.linalg, torch.special, torch.nn.init, math]
+    modules += [
+        module
+        for name, module in sorted(sys.modules.items())
+        if isinstance(name, str)
+        and (name == "transformer_lib" or name.startswith("transformer_lib."))
+        and not name.startswith(__package__)
+        and module is not None
+    ]
+    classes = [torch.Tensor]
+    for module in (nn, *modules):
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and issubclass(value, nn.Module) and value not in classes:
+                classes.append(value)
+    return modules + classes
+
+
+_OWNERS = _owners()
+_MISSING = object()
+
+
+def _functions() -> list:
+    """What :data:`_OWNERS` hold now: each module's callables, each class's whole namespace."""
+    return [
+        (
+            owner,
+            dict(vars(owner))
+            if isinstance(owner, type)
+            else {name: value for name, value in vars(owner).items() if callable(value)},
+        )
+        for owner in _OWNERS
+    ]
+
+
+def _put_back(functions: list) -> None:
+    """Make :data:`_OWNERS` hold ``functions`` again (a snapshot of :func:`_functions`): what was
+    replaced or deleted comes back; a function added to a class (``torch.Tensor.softmax = ...``,
+    which hides the built-in method) goes."""
+    for owner, saved in functions:
+        live = vars(owner)
+        for name, value in saved.items():
+            if live.get(name, _MISSING) is not value:
+                with contextlib.suppress(Exception):
+                    setattr(owner, name, value)
+        if isinstance(owner, type) and len(live) != len(saved):
+            for name in [n for n, v in live.items() if n not in saved and callable(v)]:
+                with contextlib.suppress(Exception):
+                    delattr(owner, name)
+
+
+# the functions as they were when the checks were imported: the references always run on these
+_PRISTINE = _functions()
+
+
+_PRINT_OPTIONS = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
+
+
+def _settings() -> dict:
+    """torch's global settings that change numbers or messages, as they are now."""
+    return {
+        "dtype": torch.get_default_dtype(),
+        "matmul": torch.get_float32_matmul_precision(),
+        "print": {name: getattr(torch._tensor_str.PRINT_OPTS, name) for name in _PRINT_OPTIONS},
+        "deterministic": (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        ),
+        "threads": torch.get_num_threads(),
+        "anomaly": (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+        "grad": torch.is_grad_enabled(),
+        "tf32": (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32),
+        "cudnn": (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark),
+    }
+
+
+def _set_tf32(flags: tuple) -> None:
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
+def _set_cudnn(flags: tuple) -> None:
+    torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = flags
+
+
+_SETTERS = {
+    "dtype": torch.set_default_dtype,
+    "matmul": torch.set_float32_matmul_precision,
+    "print": lambda options: torch.set_printoptions(**options),
+    "deterministic": lambda flags: torch.use_deterministic_algorithms(flags[0], warn_only=flags[1]),
+    "threads": torch.set_num_threads,
+    "anomaly": lambda flags: torch.set_anomaly_enabled(*flags),
+    "grad": torch.set_grad_enabled,
+    "tf32": _set_tf32,
+    "cudnn": _set_cudnn,
+}
+
+
+def _restore(settings: dict) -> None:
+    """Set what differs from ``settings`` (a :func:`_settings`) back to it."""
+    now = _settings()
+    for key, value in settings.items():
+        if now[key] != value:
+            with contextlib.suppress(Exception):
+                _SETTERS[key](value)
+
+
+@dataclass
+class _Run:
+    """One check under way: the settings every reference runs with, and the functions the
+    learner's code sees (the learner's, with what their code patched during the check)."""
+
+    settings: dict
+    functions: list
+
+
+_RUNS: list[_Run] = []  # the check under way (a check that runs a check nests)
+
+
+@contextlib.contextmanager
+def _as_learner():
+    """Student code runs with the learner's functions (what they patched before the check, and
+    what their code patches, stays theirs); after it, the references' pristine functions and the
+    check's settings come back, so that nothing it changed reaches a reference or the verdict."""
+    if not _RUNS:
+        yield
+        return
+    run = _RUNS[-1]
+    _put_back(run.functions)
+    try:
+        yield
+    finally:
+        run.functions = _functions()
+        _put_back(_PRISTINE)
+        _restore(run.settings)
+
+
 @contextlib.contextmanager
 def _isolated():
-    """Inside: gradients on, no autocast, float32 on the CPU, random streams seeded 0 (a check
-    says the same thing every time). After: the learner's random streams, default dtype and device,
-    deterministic-algorithms flag, thread count, anomaly mode and recursion limit as they were."""
-    python_state, numpy, dtype = (
-        random.getstate(),
-        sys.modules.get("numpy"),
-        torch.get_default_dtype(),
-    )
+    """Inside: gradients on, no autocast, float32 on the CPU, matmuls in full float32 precision,
+    random streams seeded 0 (a check says the same thing every time), and the library's and
+    torch's functions as they were when the checks were imported (a monkeypatched ``softmax`` or
+    library function changes what student code computes, never the reference). After: the
+    learner's random streams, functions, default dtype and device, matmul precision, print options,
+    deterministic-algorithms flag, thread count, anomaly mode, grad mode and recursion limit as
+    they were, whatever student code changed."""
+    python_state, numpy = random.getstate(), sys.modules.get("numpy")
     numpy_state = numpy.random.get_state() if numpy else None
-    device, threads, recursion = (
-        torch.get_default_device(),
-        torch.get_num_threads(),
-        sys.getrecursionlimit(),
-    )
-    deterministic = (
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-    )
-    anomaly = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    device, recursion = torch.get_default_device(), sys.getrecursionlimit()
+    settings, functions = _settings(), _functions()
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
+        _put_back(_PRISTINE)
         with contextlib.ExitStack() as stack:
             stack.enter_context(torch.random.fork_rng(devices=cuda_devices))
             # not torch.manual_seed: it would also queue a CUDA seed
@@ -566,6 +764,7 @@ def _isolated():
             if numpy is not None:
                 numpy.random.seed(0)
             torch.set_default_dtype(torch.float32)
+            torch.set_float32_matmul_precision("highest")
             # innermost: it wins over the learner's default device
             stack.enter_context(torch.device("cpu"))
             stack.enter_context(torch.inference_mode(False))
@@ -573,23 +772,19 @@ def _isolated():
             stack.enter_context(torch.autocast("cpu", enabled=False))
             if torch.cuda.is_available():
                 stack.enter_context(torch.autocast("cuda", enabled=False))
-            yield
+            _RUNS.append(_Run(_settings(), functions))
+            try:
+                yield
+            finally:
+                _RUNS.pop()
     finally:
+        _put_back(functions)
         random.setstate(python_state)
         if numpy is not None:
             numpy.random.set_state(numpy_state)
-        torch.set_default_dtype(dtype)
+        _restore(settings)
         if torch.get_default_device() != device:  # student code called torch.set_default_device
             torch.set_default_device(None if device == torch.device("cpu") else device)
-        if (
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-        ) != (deterministic):
-            torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-        if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != anomaly:
-            torch.set_anomaly_enabled(*anomaly)
         sys.setrecursionlimit(recursion)
 
 

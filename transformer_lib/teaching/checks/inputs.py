@@ -243,6 +243,12 @@ def numbered(shapes_and_args) -> list[Case]:
     return cases
 
 
+def head_splits() -> list[Case]:
+    """``split_heads``'s inputs: heads of width 4 (h = 2 and 3), then of widths 6 and 2 (h = 2 and
+    5), so that a head width written as a number, not read from the input, shows."""
+    return numbered([((2, 3, 8), (2,)), ((1, 5, 12), (3,)), ((2, 4, 12), (2,)), ((1, 3, 10), (5,))])
+
+
 def positional_tables() -> list[Case]:
     return [
         Case((16, 50), "for d_model=16, max_len=50"),
@@ -276,11 +282,18 @@ def target_changes() -> list[Case]:
 
 
 def target_rows() -> list[Case]:
+    """Rows ``<bos> y <eos> <pad>...`` of lengths 6, then 4 and 9, so that slices written with the
+    numbers of one length (``t[:, 0:5]``) show."""
     return [
         Case(
             (torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
             "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)",
-        )
+        ),
+        Case((torch.tensor([[1, 5, 2, 0], [1, 6, 7, 2]]),), "for rows of length 4"),
+        Case(
+            (torch.tensor([[1, 5, 6, 7, 8, 9, 4, 3, 2], [1, 3, 2, 0, 0, 0, 0, 0, 0]]),),
+            "for rows of length 9",
+        ),
     ]
 
 

@@ -24,6 +24,8 @@ from .engine import (
     judge,
     knob_mistakes,
     output_and_weights,
+    refuse,
+    truth,
 )
 from .registry import Exercise, Question
 
@@ -200,7 +202,10 @@ def check_causal_mask(make_mask: Callable, with_cache: bool = False) -> CheckRes
     """``make_mask(T) -> bool (T, T)``, or with leading axes of size 1 such as ``(1, 1, T, T)``,
     True where query i may see key j <= i; with_cache=True: ``make_mask(T_q, T_k)`` for the last
     ``T_q`` of ``T_k`` positions (KV cache): query i sits at ``i + T_k - T_q``."""
-    return judge(CAUSAL_MASK_WITH_CACHE if with_cache else CAUSAL_MASK, make_mask)
+    cached = truth(with_cache)  # before judge's guard: an option whose bool() raises is refused
+    if cached is None:
+        return refuse("check_causal_mask", "`with_cache` should be True or False.")
+    return judge(CAUSAL_MASK_WITH_CACHE if cached else CAUSAL_MASK, make_mask)
 
 
 # --- the exercises --------------------------------------------------------------------------------

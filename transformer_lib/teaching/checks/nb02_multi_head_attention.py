@@ -41,7 +41,7 @@ SPLIT_HEADS = Entry(
     "check_split_heads",
     "your split_heads",
     split_heads,
-    partial(draw.numbered, [((2, 3, 8), (2,)), ((1, 5, 12), (3,))]),
+    draw.head_splits,
     [
         Mistake(
             "the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, "

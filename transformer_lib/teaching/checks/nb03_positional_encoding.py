@@ -15,7 +15,7 @@ from torch import nn
 from ... import sinusoidal_encoding
 from ..checks import inputs as draw
 from ..checks import references
-from .engine import CheckResult, Entry, Mistake, judge
+from .engine import CheckResult, Entry, Mistake, is_instance, judge
 from .registry import Exercise, Question
 
 __all__ = ["check_positional_encoding"]
@@ -84,7 +84,7 @@ def check_positional_encoding(encoding) -> CheckResult:
     ``encoding(d_model, max_len)`` that stores the table as a buffer and whose ``forward(x (B, T,
     d_model))`` adds it to ``x``."""
     # an instance goes to the module entry, which says "the class"
-    module = isinstance(encoding, type | nn.Module)
+    module = is_instance(encoding, type | nn.Module)  # False where even isinstance raises
     return judge(POSITIONAL_MODULE if module else POSITIONAL_TABLE, encoding)
 
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..checks import inputs as draw
-from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge
+from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, is_instance, judge
 from .registry import Exercise, Question
 
 __all__ = ["check_causal_decoder", "check_shifted_targets"]
@@ -126,7 +126,7 @@ def check_causal_decoder(model) -> CheckResult:
     """``model(src (B, S), tgt (B, T)) -> logits (B, T, V)`` (token ids 1-3 are used): changing
     target tokens after position t must leave the logits at positions <= t unchanged. Runs the model
     in eval mode, then restores it."""
-    if isinstance(model, type):
+    if is_instance(model, type):  # False where even isinstance raises: judge's guard takes it
         return CheckResult(
             "check_causal_decoder",
             False,

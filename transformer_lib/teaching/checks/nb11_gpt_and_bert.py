@@ -18,7 +18,18 @@ from ... import DecoderOnlyLM, LMConfig, causal_mask, count_parameters, lm
 from ...model.lm import expected_masking_shares, masking_shares
 from ..checks import inputs as draw
 from ..checks import variants
-from .engine import Case, CheckResult, Entry, Failure, Mistake, _call, describe, judge, one_number
+from .engine import (
+    Case,
+    CheckResult,
+    Entry,
+    Failure,
+    Mistake,
+    _call,
+    describe,
+    judge,
+    one_number,
+    stored_items,
+)
 from .registry import Exercise, Question
 
 __all__ = [
@@ -128,17 +139,19 @@ def _loss_pick(result, case=None) -> dict:
 # --- the sampling loop of generate ----------------------------------------------------------------
 
 
-class BigramLM(nn.Module):
-    """The model ``check_generate`` samples from: the logits at each position depend only on the
-    token there (a table ``(V, V)``), so the chance of each next token is known exactly. Like
-    ``tl.DecoderOnlyLM`` it returns logits ``(B, T, V)``, has a ``config`` with ``max_len``, and
-    refuses more than ``max_len`` tokens."""
+class WindowLM(nn.Module):
+    """The model ``check_generate`` samples from: the logits at each position depend on the token
+    there and on the first token of the window the model reads (row ``first * V + token`` of a
+    table ``(V * V, V)``), so the chance of each next token is known exactly, and a loop that feeds
+    the model another window (only the last token, ``max_len - 1`` tokens, the first ``max_len``)
+    samples from other chances. Like ``tl.DecoderOnlyLM`` it returns logits ``(B, T, V)``, has a
+    ``config`` with ``max_len``, and refuses more than ``max_len`` tokens."""
 
     def __init__(self, table: torch.Tensor, max_len: int):
         super().__init__()
-        self.register_buffer("table", table)  # (V, V): row a holds the logits of the token after a
+        self.register_buffer("table", table)  # (V * V, V): the logits in each window context
         self.config = LMConfig(
-            vocab_size=table.size(0),
+            vocab_size=table.size(1),
             d_model=4,
             num_heads=1,
             d_ff=4,
@@ -155,7 +168,13 @@ class BigramLM(nn.Module):
                 f"positions 0..{tokens.size(1) - 1} exceed max_len={self.config.max_len}; use a "
                 "shorter input or a config with a larger max_len"
             )
-        return self.table[tokens]  # (B, T, V)
+        return self.table[_window_context(tokens[:, :1], tokens, self.table.size(1))]  # (B, T, V)
+
+
+def _window_context(first: torch.Tensor, token: torch.Tensor, vocab: int) -> torch.Tensor:
+    """The row of :class:`WindowLM`'s table for a token read in a window that starts with
+    ``first``: one row per pair (first, token)."""
+    return first * vocab + token
 
 
 def _generate_case(
@@ -169,10 +188,10 @@ def _generate_case(
     seed: int,
 ) -> Case:
     gen = torch.Generator().manual_seed(seed)
-    table = torch.randn(vocab, vocab, generator=gen) * 1.5
+    table = torch.randn(vocab * vocab, vocab, generator=gen) * 1.5
     # every logit above 0: sampling from the logits themselves runs, and can be recognised
     if positive:
-        table = 0.5 + 3 * torch.rand(vocab, vocab, generator=gen)
+        table = 0.5 + 3 * torch.rand(vocab * vocab, vocab, generator=gen)
     prompt = torch.randint(vocab, (batch, prompt_length), generator=gen)
     crop = (
         "longer than max_len from the start"
@@ -180,47 +199,34 @@ def _generate_case(
         else f"longer than max_len after {max_len - prompt_length + 1} new tokens"
     )
     about = (
-        f"for a bigram model (V={vocab}, max_len={max_len}, logits "
-        f"{'all > 0' if positive else 'of both signs'}), a prompt ({batch:,}, "
-        f"{prompt_length}) {crop}, {new} new tokens at temperature {temperature}"
+        "for a model whose next token depends on the first and the last token it reads "
+        f"(V={vocab}, max_len={max_len}, logits {'all > 0' if positive else 'of both signs'}), a "
+        f"prompt ({batch:,}, {prompt_length}) {crop}, {new} new tokens at temperature {temperature}"
     )
-    return Case((BigramLM(table, max_len), prompt, new, temperature), about)
+    return Case((WindowLM(table, max_len), prompt, new, temperature), about)
 
 
 def generate_cases() -> list[Case]:
     return [
-        _generate_case(4, 40_000, 3, 4, 4, 2.0, True, 0),
-        _generate_case(4, 40_000, 6, 3, 4, 2.0, False, 1),
+        _generate_case(3, 40_000, 3, 4, 4, 2.0, True, 0),
+        _generate_case(3, 40_000, 6, 3, 4, 2.0, False, 1),
     ]
 
 
 class _ExpectedChances(dict):
-    """The reference's result for ``check_generate``: the exact chance of each new token after each
-    previous one."""
+    """The reference's result for ``check_generate``: the exact chance of each new token in each
+    window context."""
 
 
 def _chances(model, temperature) -> torch.Tensor:
-    return (model.table / temperature).softmax(-1).double()  # (V, V): P(next = b | previous = a)
-
-
-def _previous_shares(model, prompt, steps, temperature) -> list[torch.Tensor]:
-    """What a right sampler gives, exactly: the share of each token just before new position 1, 2,
-    ...: the prompt's last column, then one step of the chain per new token."""
-    before = torch.bincount(
-        prompt[:, -1], minlength=model.config.vocab_size
-    ).double() / prompt.size(0)  # (V,)
-    shares = []
-    for _ in range(steps):
-        shares.append(before)
-        before = before @ _chances(model, temperature)
-    return shares
+    return (model.table / temperature).softmax(-1).double()  # (V * V, V): P(next = b | context)
 
 
 def _generate_expected(
     model, prompt, max_new_tokens, temperature, generator=None
 ) -> _ExpectedChances:
-    """The reference: at every new position, the chance of token b after token a is softmax(table[a]
-    / T)[b]."""
+    """The reference: at every new position, the chance of token b in the window that starts with
+    token f and ends with token l is softmax(table[f * V + l] / T)[b]."""
     return _ExpectedChances(
         {_chance_part(step): _chances(model, temperature) for step in range(max_new_tokens)}
     )
@@ -228,8 +234,8 @@ def _generate_expected(
 
 def _chance_part(step: int) -> str:
     return (
-        "chance of each new token (columns) after each previous token (rows) at new position "
-        f"{step + 1}"
+        "chance of each new token (columns) after each window (rows: f * V + l, f the first token "
+        f"of the last max_len, l the last token) at new position {step + 1}"
     )
 
 
@@ -287,16 +293,15 @@ def _generate_pick(result, case: Case) -> dict:
             f"the new tokens must be ids in [0, {vocab}), got values from {result.min()} "
             f"to {result.max()}."
         )
-    chances, temperature = {}, case.args[3]
-    for step, before in enumerate(_previous_shares(model, prompt, new, temperature)):
+    chances, max_len = {}, model.config.max_len
+    for step in range(new):
         t = prompt.size(1) + step
-        # (B,): the pair (previous, new) as one number
-        index = result[:, t - 1] * vocab + result[:, t]
-        pairs = torch.bincount(index, minlength=vocab * vocab).double().view(vocab, vocab) / len(
-            index
-        )  # (V, V)
-        # the pairs' shares over the right previous shares
-        chances[_chance_part(step)] = pairs / before[:, None]
+        # (B,): the window the right loop feeds the model for position t, as its table row
+        context = _window_context(result[:, max(0, t - max_len)], result[:, t - 1], vocab)
+        index = context * vocab + result[:, t]  # (B,): the pair (context, new) as one number
+        pairs = torch.bincount(index, minlength=vocab**3).double().view(vocab * vocab, vocab)
+        # (V * V, V): each context's new tokens over how often it occurred
+        chances[_chance_part(step)] = pairs / pairs.sum(1, keepdim=True).clamp(min=1)
     return chances
 
 
@@ -313,13 +318,20 @@ def _sampler(
     temperature_as="divide",
     greedy=False,
 ):
-    """The sampling loop with a knob per classic mistake: ``crop`` ("last", "first", "none"), the
-    logits' ``position``, ``softmax`` ("before": right; "none": sample the logits; "after":
-    temperature on the probabilities, which renormalising undoes), ``temperature_as`` ("divide",
-    "multiply"), ``greedy``."""
+    """The sampling loop with a knob per classic mistake: ``crop`` ("last": right; "first",
+    "none", "short": the last max_len - 1 tokens, "token": the last token only), the logits'
+    ``position``, ``softmax`` ("before": right; "none": sample the logits; "after": temperature on
+    the probabilities, which renormalising undoes), ``temperature_as`` ("divide", "multiply"),
+    ``greedy``."""
     tokens, max_len = prompt, model.config.max_len
     for _ in range(max_new_tokens):
-        context = {"last": tokens[:, -max_len:], "first": tokens[:, :max_len], "none": tokens}[crop]
+        context = {
+            "last": tokens[:, -max_len:],
+            "first": tokens[:, :max_len],
+            "none": tokens,
+            "short": tokens[:, -(max_len - 1) :],
+            "token": tokens[:, -1:],
+        }[crop]
         logits = model(context)[:, position]  # (B, V)
         scaled = logits / temperature if temperature_as == "divide" else logits * temperature
         weights = {
@@ -340,7 +352,11 @@ def _sampler(
 
 def _mask_tokens_run(code, case: Case):
     def call(code, seed):
-        return code(*case.args, torch.Generator().manual_seed(seed))
+        result = code(*case.args, torch.Generator().manual_seed(seed))
+        # a tuple or list is read from its storage, 3 items at most: a subclass's __iter__ or
+        # __len__ that never ends is never called
+        items = stored_items(result, 2)
+        return result if items is None else tuple(items)
 
     return _reproducible(
         code,
@@ -394,9 +410,9 @@ def _largest_dependence(
     return worst
 
 
-def _pattern_failures(tokens, inputs, targets, mask_id, specials) -> None:
+def _pattern_failures(tokens, inputs, targets, mask_id, vocab_size, specials) -> None:
     """Raise a named Failure when the picks, the 80/10/10 split or the random replacements follow a
-    pattern that the shares cannot see."""
+    pattern that the shares cannot see, or the replacements leave out ids they may take."""
     maskable = ~torch.isin(tokens, torch.tensor(specials, dtype=tokens.dtype))  # (B, T)
     picked = (targets != lm.IGNORE_INDEX) & maskable  # (B, T)
     gap, lag = _largest_dependence(picked, maskable, range(1, 21))
@@ -421,6 +437,7 @@ def _pattern_failures(tokens, inputs, targets, mask_id, specials) -> None:
                 "`torch.randint(..., tokens.shape, generator=generator)`, then pick "
                 "from it with `torch.where`."
             )
+    _narrow_replacements(replaced, mask_id, vocab_size, specials)
     # mask, other, kept
     kind = torch.where(inputs == mask_id, 0, torch.where(inputs == tokens, 2, 1))[picked]
     if len(kind) > 1:
@@ -444,13 +461,39 @@ def _pattern_failures(tokens, inputs, targets, mask_id, specials) -> None:
                     )
 
 
+def _narrow_replacements(replaced, mask_id, vocab_size, specials) -> None:
+    """Fail when some id that a random replacement may take (any but the specials and mask_id)
+    turns up in under a quarter of its fair share, 1 / vocab_size of the replacements (about 34
+    each at rate 0.15; drawn fairly, some id falls under a quarter about once in 300,000 checks):
+    replacements drawn from too narrow a range, ``torch.randint(10, ...)``, or an index into the
+    candidate ids used as an id."""
+    replaced = replaced[(replaced >= 0) & (replaced < vocab_size)]
+    if len(replaced) < 20 * vocab_size:
+        return
+    counts = torch.bincount(replaced, minlength=vocab_size)  # (V,)
+    rare = [
+        i
+        for i in range(vocab_size)
+        if i not in specials and i != mask_id and counts[i] < len(replaced) / vocab_size / 4
+    ]
+    if rare:
+        shown = ", ".join(map(str, rare[:8])) + (", ..." if len(rare) > 8 else "")
+        raise Failure(
+            f"your random replacements (almost) never take the ids {shown}, of the "
+            f"{vocab_size}: a replacement is any token of the vocabulary (as BERT draws it, "
+            "`torch.randint(vocab_size, ...)`), or any that is not special. Hint: a draw of "
+            "`torch.randint(len(candidates), ...)` is a position in the candidates: use it as "
+            "an index, `candidates[draw]`, not as the id itself."
+        )
+
+
 def _mask_tokens_pick(result, case: Case) -> dict:
     """Proportions, not positions: two correct recipes draw different positions, but the same
     shares. Patterns that keep the shares (stripes, a fixed split, one reused replacement) fail with
     their own hint."""
     if isinstance(result, _ExpectedShares):
         return {part: torch.tensor(share) for part, share in result.items()}
-    tokens, mask_id, _, specials, _ = case.args
+    tokens, mask_id, vocab_size, specials, _ = case.args
     if not _pair_of_tensors(result):
         got = (
             f"({', '.join(map(describe, result))})"
@@ -468,7 +511,7 @@ def _mask_tokens_pick(result, case: Case) -> dict:
             f"the shape of tokens {tuple(tokens.shape)}."
         )
     shares = masking_shares(tokens, *result, mask_id, specials)
-    _pattern_failures(tokens, inputs, targets, mask_id, specials)
+    _pattern_failures(tokens, inputs, targets, mask_id, vocab_size, specials)
     return {part: torch.tensor(share) for part, share in shares.items() if part != _EITHER_WAY}
 
 
@@ -615,14 +658,25 @@ GENERATE = Entry(
             "-model.config.max_len:]`.",
             partial(_sampler, crop="first"),
         ),
+        Mistake(
+            "the model was fed only the last token: a language model predicts from its whole "
+            "context, up to max_len tokens (this test model reads the first token of its window "
+            "too). Hint: `model(tokens[:, -model.config.max_len:])[:, -1]`.",
+            partial(_sampler, crop="token"),
+        ),
+        Mistake(
+            "the model was fed the last max_len - 1 tokens, one too few (an off-by-one in the "
+            "crop). Hint: `tokens[:, -model.config.max_len:]`, all max_len of them.",
+            partial(_sampler, crop="short"),
+        ),
     ],
     "Hint: each step, `logits = model(tokens[:, -max_len:])[:, -1] / temperature` (B, V), `probs "
     "= logits.softmax(dim=-1)`, `torch.multinomial(probs, 1, generator=generator)` (B, 1), "
     "appended with `torch.cat`.",
     "each new token is drawn from softmax(logits / temperature) at the last position of the last "
     "max_len tokens.",
-    # atol: about 6 standard deviations of one chance (40,000 rows; each previous token's share is
-    # above 0.15)
+    # atol: 4.9 standard deviations of one chance or more (40,000 rows; each window's share is
+    # above 0.085); the classic mistakes land 0.067 (sampling the logits) to 0.5 away
     run=_generate_run,
     pick=_generate_pick,
     atol=0.04,
@@ -750,8 +804,9 @@ def check_next_token_loss(next_token_loss: Callable) -> CheckResult:
 def check_generate(generate: Callable) -> CheckResult:
     """Check the sampling loop ``generate(model, prompt (B, T0), max_new_tokens, temperature,
     generator) -> (B, T0 + max_new_tokens)``: crop to the last ``max_len`` tokens, sample from
-    ``softmax(logits / temperature)`` with ``generator``, append. On a bigram model it compares each
-    token's chance after each other one (40,000 rows) with the exact value, and reruns with seeds.
+    ``softmax(logits / temperature)`` with ``generator``, append. On a model whose next token
+    depends on the first and the last token of the window it reads, it compares each token's chance
+    in each window (40,000 rows) with the exact value, and reruns with seeds.
     Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(GENERATE, generate)
 

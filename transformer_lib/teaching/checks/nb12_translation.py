@@ -2,26 +2,40 @@
 
 The learner writes ``merge_step(words)``: ``words`` maps each word, spelled as a tuple of symbols,
 to how often it occurs (``{("l", "o", "w"): 5, ...}``). It returns ``(pair, merged)``: the most
-frequent pair of adjacent symbols, counted inside words only and weighted by each word's count, ties
-going to the smallest ``(left, right)`` in Python's order of tuples of str; and the words with every
-occurrence of that pair, read left to right without overlap, merged into one symbol
-(``("a", "a", "a")`` with ``("a", "a")`` becomes ``("aa", "a")``). On words spelled in single
-characters that tie rule is :func:`~transformer_lib.learn_bpe`'s.
+frequent pair of adjacent symbols, counted inside words only, at every position, and weighted by
+each word's count, a tie going by :func:`~transformer_lib.learn_bpe`'s rule (the pair of older
+symbols: single characters before merged symbols, characters in code point order, the left symbol
+first); and the words with every occurrence of that pair, read left to right without overlap,
+merged into one symbol (``("a", "a", "a")`` with ``("a", "a")`` becomes ``("aa", "a")``). One step
+cannot see in which order earlier merges made two merged symbols, so a tie that only that order
+decides accepts either pair.
 
 There is nothing to compare as tensors, so the entry has a ``verdict``: it reads whatever the
 learner's code returned defensively (a list for the pair, any mapping for the words are accepted),
 compares it with the rule, and names the mistake that explains a wrong answer: pairs counted across
-word boundaries, word counts ignored, another tie-break, overlapping occurrences merged, or text
-replaced inside longer symbols.
+word boundaries, once per word or without the word counts, another tie-break, only the first
+occurrence merged, overlapping occurrences merged, or text replaced inside longer symbols. It reads
+at most as many items as a right answer holds: a result with more is wrong, never read to its end.
 """
 # The entries read best as a table: one mistake per line or two, so the formatter is kept out of
 # this file. fmt: off
 
+import operator
 from collections import Counter
 from collections.abc import Callable, Mapping
-from itertools import pairwise
+from itertools import islice, pairwise, permutations
 
-from .engine import Case, CheckResult, Entry, Failure, judge
+from .engine import (
+    Case,
+    CheckResult,
+    Entry,
+    Failure,
+    _text,
+    _type_name,
+    is_instance,
+    judge,
+    stored_items,
+)
 from .registry import Exercise, Question
 
 __all__ = ["check_merge_step"]
@@ -39,9 +53,33 @@ def _pair_counts(words: dict) -> Counter:
     return counts
 
 
+def _older_first(symbol: str, order: dict) -> tuple:
+    """A symbol's age in :func:`~transformer_lib.learn_bpe`'s tie rule: single characters first,
+    in code point order, then merged symbols in the order they were made (``order``)."""
+    return (1, order[symbol], "") if len(symbol) > 1 else (0, 0, symbol)
+
+
+def _winners(counts: Counter) -> list[tuple[str, str]]:
+    """The pairs learn_bpe's rule may pick: the most frequent, ties to the pair of older symbols,
+    the left one deciding first. Which of two merged symbols is older depends on earlier steps
+    that the words do not show, so every order of the merged symbols in tied pairs is tried; the
+    first pair is the one where they were made in str order."""
+    top = max(counts.values())
+    tied = [pair for pair, count in counts.items() if count == top]
+    merged = sorted({symbol for pair in tied for symbol in pair if len(symbol) > 1})
+    orders = permutations(merged) if len(merged) <= 5 else (merged, merged[::-1])
+    winners: list = []
+    for order in orders:
+        rank = {symbol: i for i, symbol in enumerate(order)}
+        best = min(tied, key=lambda pair: tuple(_older_first(s, rank) for s in pair))
+        if best not in winners:
+            winners.append(best)
+    return winners
+
+
 def _best(counts: Counter) -> tuple[str, str]:
-    """The most frequent pair; ties to the smallest ``(left, right)``."""
-    return min(counts, key=lambda pair: (-counts[pair], pair))
+    """The most frequent pair by learn_bpe's tie rule, merged symbols made in str order."""
+    return _winners(counts)[0]
 
 
 def _merge(symbols: tuple, pair: tuple) -> tuple:
@@ -77,6 +115,24 @@ def _pairs_across_words(words: dict) -> Counter:
 def _pairs_unweighted(words: dict) -> Counter:
     """Mistake: each word counted once, whatever its count."""
     return _pair_counts(dict.fromkeys(words, 1))
+
+
+def _pairs_once_per_word(words: dict) -> Counter:
+    """Mistake: a pair counted once per word (``set(zip(...))``), however often the word holds
+    it."""
+    counts: Counter = Counter()
+    for symbols, count in words.items():
+        for pair in set(pairwise(symbols)):
+            counts[pair] += count
+    return counts
+
+
+def _merge_first_only(symbols: tuple, pair: tuple) -> tuple:
+    """Mistake: only the first occurrence of the pair in each word merged."""
+    for i in range(len(symbols) - 1):
+        if (symbols[i], symbols[i + 1]) == pair:
+            return (*symbols[:i], pair[0] + pair[1], *symbols[i + 2 :])
+    return symbols
 
 
 def _merge_overlapping(symbols: tuple, pair: tuple) -> tuple:
@@ -131,6 +187,18 @@ def _cases() -> list[Case]:
             {("b", "c"): 3, ("ab", "c"): 1, ("x", "y", "z"): 1},
             "words already partly merged: (b, c) ×3, (ab, c) ×1, (x, y, z) ×1",
         ),
+        case(
+            {tuple("ababab"): 1, tuple("cd"): 2},
+            "the words ababab ×1, cd ×2 (a b occurs 3 times in one word)",
+        ),
+        case(
+            {("ab", "c"): 2, ("b", "c"): 2},
+            "the words (ab, c) ×2, (b, c) ×2 (a tie between a merged symbol and a character)",
+        ),
+        case(
+            {("a", "bd"): 1, ("ab", "c"): 1, ("e",): 4},
+            "the words (a, bd) ×1, (ab, c) ×1, (e,) ×4 (a tie; both pairs spell abc or abd)",
+        ),
     ]
 
 
@@ -138,31 +206,69 @@ def _cases() -> list[Case]:
 
 
 def _as_pair(value) -> tuple[str, str]:
-    if isinstance(value, str) or not isinstance(value, tuple | list) or len(value) != 2:
-        raise Failure(f"the pair should be two symbols, e.g. ('e', 's'), got {value!r:.60}.")
-    if not all(isinstance(symbol, str) for symbol in value):
-        raise Failure(f"the pair should hold two str symbols, got {value!r:.60}.")
-    return tuple(value)
-
-
-def _as_words(value) -> dict:
-    if not isinstance(value, Mapping):
+    items = stored_items(value, 2)
+    if is_instance(value, str) or items is None or len(items) != 2:
         raise Failure(
-            f"the merged words should be a dict {{tuple of symbols: count}}, got "
-            f"{type(value).__name__}."
+            f"the pair should be two symbols, e.g. ('e', 's'), got {_text(value, repr)[:60]}."
         )
-    words = {}
-    for symbols, count in value.items():
-        if not (isinstance(symbols, tuple) and all(isinstance(s, str) for s in symbols)):
+    if not all(is_instance(symbol, str) for symbol in items):
+        raise Failure(f"the pair should hold two str symbols, got {_text(value, repr)[:60]}.")
+    return tuple(str.__str__(symbol) for symbol in items)
+
+
+def _as_words(value, words: dict) -> dict:
+    """The merged words as a plain dict of plain tuples of str, read from storage where ``value``
+    is a dict, else at most one item more than ``words`` holds: a mapping that never ends is
+    wrong, not read forever."""
+    if not is_instance(value, Mapping):
+        raise Failure(
+            "the merged words should be a dict {tuple of symbols: count}, got "
+            f"{_type_name(value)}."
+        )
+    longest = max(map(len, words))
+    pairs = dict.items(value) if issubclass(type(value), dict) else value.items()
+    merged, read = {}, 0
+    for item in islice(pairs, len(words) + 1):
+        read += 1
+        symbols, count = (stored_items(item, 2) or [None, None, None])[:2]
+        spelled = stored_items(symbols, longest)
+        if (
+            spelled is None
+            or not issubclass(type(symbols), tuple)
+            or len(spelled) > longest
+            or not all(is_instance(s, str) for s in spelled)
+        ):
             raise Failure(
-                f"each merged word should be a tuple of str symbols, got the key {symbols!r:.60}."
+                "each merged word should be a tuple of str symbols, no longer than the word "
+                f"was, got the key {_text(symbols, repr)[:60]}."
             )
-        words[symbols] = count
-    return words
+        try:
+            count = operator.index(count)
+        except Exception:
+            raise Failure(
+                f"each merged word's count should be an int, got {_text(count, repr)[:60]}."
+            ) from None
+        merged[tuple(str.__str__(s) for s in spelled)] = count
+    if read > len(words) or len(merged) < read:
+        raise Failure(
+            f"your merged words hold more than the {len(words)} words given: a merge changes "
+            "how each word is spelled, never how many words there are."
+        )
+    return merged
 
 
 def _spelling(words: dict) -> dict:
     return {"".join(symbols): count for symbols, count in words.items()}
+
+
+_TIE_RULE = (
+    "a tie goes to the pair of older symbols, the rule of tl.learn_bpe: single characters are "
+    "older than merged symbols and rank among themselves in alphabetical (code point) order; the "
+    "left symbols decide first, then the right ones. Take the min over the tied pairs with that "
+    "key: not the max, not the first pair met (Counter.most_common keeps the order pairs were "
+    "first seen), and not the order of the tuples or of `left + right` as text, which differ "
+    "once symbols are merged"
+)
 
 
 def _verdict(result, case: Case) -> str:
@@ -172,13 +278,17 @@ def _verdict(result, case: Case) -> str:
             f"{case.about}: your function returned None (a missing `return`?); return (pair, "
             "merged)."
         )
-    if isinstance(result, str) or not isinstance(result, tuple | list) or len(result) != 2:
+    items = stored_items(result, 2)
+    if items is None or len(items) != 2:
+        many = "" if items is None else f" of {len(items)}{' or more' * (len(items) > 2)} items"
         raise Failure(
-            f"{case.about}: return two things, (pair, merged), got {type(result).__name__}."
+            f"{case.about}: return two things, (pair, merged), got {_type_name(result)}{many}."
         )
-    pair, merged = _as_pair(result[0]), _as_words(result[1])
-    want_pair, want_words = reference_merge_step(words)
+    pair, merged = _as_pair(items[0]), _as_words(items[1], words)
     counts = _pair_counts(words)
+    winners = _winners(counts)
+    want_pair = pair if pair in winners else winners[0]
+    want_words = {_merge(symbols, want_pair): count for symbols, count in words.items()}
     if pair != want_pair:
         shown = f"{case.about}: you picked {pair}, the rule picks {want_pair}"
         if pair not in counts:
@@ -196,12 +306,14 @@ def _verdict(result, case: Case) -> str:
                 f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
                 "add each word's count, not 1 per word."
             )
-        if counts[pair] == counts[want_pair]:
+        if pair == _best(_pairs_once_per_word(words)):
             raise Failure(
-                f"{shown}: both occur {counts[pair]} times, and a tie goes to the smallest (left, "
-                "right) in Python's order: min over ties, not max, not the first one met "
-                "(Counter.most_common keeps the order pairs were first seen)."
+                f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
+                "a pair that occurs k times in one word counts k times (times the word's count); "
+                "counting a word's distinct pairs, `set(zip(...))`, counts it once."
             )
+        if counts[pair] == counts[want_pair]:
+            raise Failure(f"{shown}: both occur {counts[pair]} times, and {_TIE_RULE}.")
         raise Failure(
             f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
             "count every adjacent pair in every word, weighted by the word's count."
@@ -218,6 +330,11 @@ def _verdict(result, case: Case) -> str:
             _merge_as_text,
             "replacing the text 'x y' in the joined word also matches inside longer symbols ('b c' "
             "inside 'ab c'): compare whole symbols, symbols[i] == left and symbols[i + 1] == right",
+        ),
+        (
+            _merge_first_only,
+            "merge every occurrence of the pair in a word, not only the first: ('a', 'b', 'a', "
+            "'b') with ('a', 'b') becomes ('ab', 'ab')",
         ),
         (
             _merge_right_to_left,
@@ -252,7 +369,7 @@ MERGE_STEP = Entry(
     _cases,
     verdict=_verdict,
     success="the most frequent pair, counted inside words and weighted by their counts, ties to "
-    "the smallest, merged everywhere from the left.",
+    "the older symbols as in tl.learn_bpe, merged everywhere from the left.",
 )
 
 ENTRIES = (MERGE_STEP,)

@@ -499,6 +499,8 @@ def _budget_cases() -> list[Case]:
     small = LMConfig.llama_like(100, d_model=128, num_heads=8, num_layers=4)
     # d_k 16: 256 B a head in fp32
     wide = LMConfig.llama_like(100, d_model=192, num_heads=12, num_layers=2)
+    # d_k 16: 256 B a head in fp32; h = 10 has divisors 1, 2, 5, 10
+    ten = LMConfig.llama_like(100, d_model=160, num_heads=10, num_layers=2)
     # 1536: exactly 6 heads
     exact = kv_cache_bytes_per_token(wide.replace(n_kv_heads=6), torch.float32)
     return [
@@ -519,7 +521,19 @@ def _budget_cases() -> list[Case]:
             f"for h=12, 2 layers, d_model=192, a budget of {exact} bytes (exactly 6 heads' cache), "
             "float32",
         ),
+        # 4 heads fit, and 4 does not divide 10: the answer is 2 (h // ceil(h / 4) gives 3)
+        Case(
+            (ten, 1100, torch.float32),
+            "for h=10, 2 layers, d_model=160, a budget of 1100 bytes, float32",
+        ),
     ]
+
+
+def _kv_heads_by_division(config, budget_bytes, dtype):
+    """Mistake: the heads that fit, ``fit``, turned into ``h // ceil(h / fit)``: a divisor of h
+    for h = 8 or 12 and these budgets, not for h = 10 and 4 heads (3)."""
+    fit = _kv_heads_for_budget(config, budget_bytes, dtype, divides=False)
+    return config.num_heads // math.ceil(config.num_heads / fit) if fit else 0
 
 
 KV_HEADS_FOR_BUDGET = Entry(
@@ -532,6 +546,12 @@ KV_HEADS_FOR_BUDGET = Entry(
             "your number does not divide num_heads: every key/value head must serve a whole "
             "group of query heads (h % h_kv == 0), so take the largest divisor of h that fits.",
             partial(_kv_heads_for_budget, divides=False),
+        ),
+        Mistake(
+            "`h // ceil(h / fit)` is not always a divisor of h: for h = 10 and 4 heads that fit it "
+            "gives 3, and 10 % 3 != 0. Hint: try each k from 1 to h, keep those with h % k == 0 "
+            "whose cache fits, and take the largest.",
+            _kv_heads_by_division,
         ),
         Mistake(
             "you took the fewest heads (1, multi-query): it always fits, but the quality cost "
