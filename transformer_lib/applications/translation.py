@@ -277,13 +277,17 @@ def translate(
     length_penalty: float = 0.6,
     max_len: int | None = None,
     batch_size: int = 100,
+    min_len: int = 1,
 ) -> list[str]:
     """Translate ``sentences`` (a list of str) and return the detokenised translations, in order.
 
     ``beam_width=None`` decodes greedily; an int runs
     :func:`~transformer_lib.applications.decode.beam_search` with the GNMT ``length_penalty`` (0.6
     in the paper). ``max_len`` caps the output in tokens; by default it is the sentence's length +
-    50 tokens (paper §6.1), never beyond the model's positions. Sentences are normalised as the
+    50 tokens (paper §6.1), never beyond the model's positions. ``min_len`` (1 by default) is the
+    fewest output tokens before ``<eos>`` (see :mod:`~transformer_lib.applications.decode`): without
+    it beam search returns an empty translation for some real sentences, whose ``<eos>``-first
+    hypothesis outscores every longer one. Sentences are normalised as the
     training text was (:func:`~transformer_lib.training.translation_corpus.normalise_text`), sorted
     by length and decoded ``batch_size`` at a time (a batch's memory grows with its longest
     sentence).
@@ -314,6 +318,8 @@ def translate(
         )
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+    if not is_int(min_len) or min_len < 0:
+        raise ValueError(f"min_len must be a whole number >= 0, got {min_len!r}")
     positions = model.config.max_len
     encoded = [vocab.encode(normalise_text(s)) for s in sentences]
     for index, ids in enumerate(encoded):
@@ -339,10 +345,18 @@ def translate(
             max_len if max_len is not None else longest + EXTRA_OUTPUT_TOKENS, positions - 1
         )
         if beam_width is None:
-            out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id)  # (B, <= limit)
+            # (B, <= limit)
+            out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id, min_len=min_len)
         else:
             out = beam_search(
-                model, src, limit, vocab.bos_id, vocab.eos_id, beam_width, length_penalty
+                model,
+                src,
+                limit,
+                vocab.bos_id,
+                vocab.eos_id,
+                beam_width,
+                length_penalty,
+                min_len=min_len,
             )
         for row, i in enumerate(
             chunk
