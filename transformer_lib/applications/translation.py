@@ -77,6 +77,10 @@ METRICS_FILE = (
 # The paper's output length limit: "We set the maximum output length during inference to input
 # length + 50" (§6.1). Counted in tokens.
 EXTRA_OUTPUT_TOKENS = 50
+# The fewest output tokens before <eos> (decode.py's min_len): a non-empty sentence never translates
+# to "" (with 0, beam search returned "" for 18 of the 1,000 valid sentences at alpha = 0:
+# results/empty_translations.csv).
+MIN_OUTPUT_TOKENS = 1
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,7 @@ def translate(
     length_penalty: float = 0.6,
     max_len: int | None = None,
     batch_size: int = 100,
-    min_len: int = 1,
+    min_len: int = MIN_OUTPUT_TOKENS,
 ) -> list[str]:
     """Translate ``sentences`` (a list of str) and return the detokenised translations, in order.
 
@@ -707,7 +711,10 @@ def evaluate(
     and greedy BLEU on the first ``subset`` test pairs, the number the shipped model's test
     recomputes. With ``run_folder`` (the run that made the model), the weights it kept at each of
     its recipe's ``eval_minutes`` are scored too, with beam search: the test-BLEU curve of training,
-    read after training has ended.
+    read after training has ended. Without it, a curve already in ``folder``'s ``metrics.json`` is
+    kept as it is (the run's weights are not shipped, so it cannot be recomputed), with
+    ``curve_min_len``, the ``min_len`` it was decoded with (0 before that setting existed), where it
+    may differ from today's :func:`translate` default.
     """
     folder = Path(folder)
     corpus = corpus if corpus is not None else TatoebaCorpus()
@@ -729,6 +736,7 @@ def evaluate(
         "chrf": round(corpus_chrf(sources, references), 2),
     }
     results["length_penalty"] = length_penalty
+    results["min_len"] = MIN_OUTPUT_TOKENS
     results[f"greedy_bleu_first_{subset}"] = round(
         score_split(model, vocab, test[:subset])["bleu"], 2
     )
@@ -737,6 +745,12 @@ def evaluate(
         results["curve"] = _test_curve(
             Path(run_folder), vocab, test, beam_width, length_penalty, device
         )
+        results["curve_min_len"] = MIN_OUTPUT_TOKENS
+    elif (folder / METRICS_FILE).exists():
+        kept = json.loads((folder / METRICS_FILE).read_text(encoding="utf-8"))
+        if "curve" in kept:
+            results["curve"] = kept["curve"]
+            results["curve_min_len"] = kept.get("curve_min_len", 0)
     _write_json(folder / METRICS_FILE, results)
     return results
 
