@@ -330,19 +330,29 @@ class ProbabilityTable:
                 out[r, token] = torch.tensor(p).log()
         return out
 
-    def search(self, max_len, beam_width, length_penalty):
+    def search(self, max_len, beam_width, length_penalty, min_len=0):
         return tl.decode._beam_search_steps(
-            self.step, lambda index: None, 1, max_len, BOS, EOS, beam_width, length_penalty
+            self.step,
+            lambda index: None,
+            1,
+            max_len,
+            BOS,
+            EOS,
+            beam_width,
+            length_penalty,
+            min_len=min_len,
         )[0]
 
-    def best_by_enumeration(self, max_len, alpha):
-        """The highest-scoring output that ends in <eos> within ``max_len`` tokens, by visiting
-        every prefix."""
+    def best_by_enumeration(self, max_len, alpha, min_len=0):
+        """The highest-scoring output that ends in <eos> within ``max_len`` tokens and has at least
+        ``min_len`` tokens before it, by visiting every prefix."""
         best, frontier = None, [([], 0.0)]
         while frontier:
             prefix, log_p = frontier.pop()
             for token, p in self.probabilities(prefix).items():
                 tokens, total = prefix + [token], log_p + torch.tensor(p).log().item()
+                if token == EOS and len(prefix) < min_len:
+                    continue
                 if token == EOS:
                     score = total / ((5 + len(tokens)) / 6) ** alpha
                     if best is None or score > best[1]:
@@ -367,7 +377,7 @@ class ProbabilityTable:
                 # (B, S, 1): the table ignores the source
                 return torch.zeros(src.size(0), src.size(1), 1)
 
-            def decode(self, prefix, memory, src_mask, cache=None):
+            def decode(self, prefix, memory, src_mask, tgt_mask=None, cache=None):
                 assert cache is None, (
                     "the table model has no KV cache: call beam_search with use_cache=False"
                 )
@@ -446,6 +456,54 @@ def test_the_stopping_bound_lets_a_longer_output_win_under_the_length_penalty():
     assert table.search(max_len=10, beam_width=2, length_penalty=0.0)[0].tokens == [EOS]
     assert table.best_by_enumeration(max_len=10, alpha=0.0) == [EOS]
     assert table.calls == 1
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+def test_min_len_forbids_the_empty_output_and_keeps_the_models_log_probabilities(alpha):
+    """The empty-translation failure (issue 35): at alpha = 0 the table's best output is <eos>
+    alone. ``min_len=1`` forbids it, and the search then finds the best output of at least one
+    token, scored with the table's own (not renormalised) log-probabilities."""
+    table = LONG_ANSWER_BEHIND_AN_EARLY_EOS
+    assert table.search(max_len=10, beam_width=2, length_penalty=0.0)[0].tokens == [EOS]
+    for min_len in (1, 2, 3):
+        best = table.best_by_enumeration(max_len=10, alpha=alpha, min_len=min_len)
+        hypotheses = table.search(10, 2, alpha, min_len=min_len)
+        assert hypotheses[0].tokens == best
+        assert all(h.tokens.index(EOS) >= min_len for h in hypotheses)
+        log_p = sum(math.log(table.probabilities(best[:i])[token]) for i, token in enumerate(best))
+        assert hypotheses[0].log_prob == pytest.approx(log_p, abs=1e-5)
+    # the best output of at least one token is the long one (.4 * .99 ** 9), at every alpha
+    assert table.best_by_enumeration(max_len=10, alpha=alpha, min_len=1) == [X] * 9 + [EOS]
+
+
+def test_min_len_in_the_one_loop_and_in_the_public_decoders(copy_model):
+    """autoregress chooses <eos> only after ``min_len`` new tokens; greedy, sampled and beam
+    decoding pass it on, and ``min_len=0`` leaves them as they were."""
+    vocab_size, eos, x = 5, 2, 3
+    # <eos> most likely, then x
+    row = torch.tensor([0.0, 0.0, 0.6, 0.3, 0.1]).log()
+
+    def step(new, cache):
+        return row.expand(new.size(0), vocab_size)  # (B, V)
+
+    prefix = torch.ones(2, 1, dtype=torch.long)  # (B, 1)
+    for min_len in (0, 1, 3):
+        out = tl.decode.autoregress(step, prefix, 6, tl.decode.greedy, None, eos, 0, min_len)
+        assert out.tolist() == [[1] + [x] * min_len + [eos]] * 2
+    with pytest.raises(ValueError, match="min_len"):
+        tl.decode.autoregress(step, prefix, 6, tl.decode.greedy, None, eos, 0, -1)
+    model, task = copy_model
+    v, src = task.vocab, sources(task, 8)
+    greedy = tl.greedy_decode(model, src, 12, v.bos_id, v.eos_id)
+    long = tl.greedy_decode(model, src, 14, v.bos_id, v.eos_id, min_len=13)  # past the copy
+    assert (long[:, :13] != v.eos_id).all() and (long[:, :13] != v.pad_id).all()
+    assert torch.equal(tl.greedy_decode(model, src, 12, v.bos_id, v.eos_id, min_len=0), greedy)
+    sampled = tl.sample_decode(model, src, 14, v.bos_id, v.eos_id, 1.0, min_len=13)
+    assert (sampled[:, :13] != v.eos_id).all()
+    beams = tl.beam_search(model, src, 14, v.bos_id, v.eos_id, beam_width=2, min_len=13)
+    assert all(v.eos_id not in ids[:13] for ids in beams)
+    with pytest.raises(ValueError, match="min_len"):
+        tl.beam_search(model, src, 14, v.bos_id, v.eos_id, min_len=-1)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])

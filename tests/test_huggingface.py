@@ -134,6 +134,54 @@ def test_gpt2_cached_greedy_generation_equals_hugging_faces(gpt2):
     assert len(set(got[:, 4:].flatten().tolist())) > 2
 
 
+def left_padded_prompts(seed: int, low: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prompts of 6, 3 and 5 real tokens, left-padded to ``(3, 6)`` with token 0, and Hugging
+    Face's ``attention_mask (3, 6)``."""
+    ids = torch.randint(low, VOCAB, (3, 6), generator=torch.Generator().manual_seed(seed))
+    attention_mask = torch.ones(3, 6, dtype=torch.long)
+    attention_mask[1, :3] = 0
+    attention_mask[2, :1] = 0
+    return ids.masked_fill(attention_mask == 0, 0), attention_mask
+
+
+def check_left_padded_generation_equals_hugging_faces(theirs, ours, seed: int) -> None:
+    """Greedy ``generate`` on a left-padded batch, with an ``<eos>`` that one row emits midway:
+    ours gives Hugging Face's tokens, cached and uncached, finished rows padded; each row is what
+    that prompt gives alone; and without the attention mask the padded rows would differ."""
+    prompt, attention_mask = left_padded_prompts(seed)
+    settings = dict(do_sample=False, max_new_tokens=10, pad_token_id=0)
+    with torch.no_grad():
+        free = theirs.generate(prompt, attention_mask=attention_mask, eos_token_id=None, **settings)
+        eos = free[0, 6 + 4].item()  # row 0's fifth new token: it ends row 0 (at least) there
+        expected = theirs.generate(
+            prompt, attention_mask=attention_mask, eos_token_id=eos, **settings
+        )
+    for use_cache in (True, False):
+        got = tl.lm.generate(
+            ours,
+            prompt,
+            10,
+            use_cache=use_cache,
+            attention_mask=attention_mask,
+            eos_id=eos,
+            pad_id=0,
+        )
+        assert torch.equal(got, expected), (use_cache, got, expected)
+    finished = (expected[:, 6:] == eos).any(dim=1)
+    assert finished[0] and not finished.all()  # one row ends, another runs on
+    assert len(set(expected[:, 6:].flatten().tolist())) > 3  # the rows do not repeat one token
+    for row, start in enumerate((0, 3, 1)):  # each row alone, without padding
+        alone = tl.lm.generate(ours, prompt[row : row + 1, start:], 10, eos_id=eos, pad_id=0)
+        width = min(alone.size(1), got.size(1) - start)
+        assert torch.equal(alone[0, :width], got[row, start : start + width])
+    unmasked = tl.lm.generate(ours, prompt, 10, eos_id=eos, pad_id=0)
+    assert not torch.equal(unmasked[1:], got[1:])
+
+
+def test_gpt2_left_padded_batched_generation_equals_hugging_faces(gpt2):
+    check_left_padded_generation_equals_hugging_faces(*gpt2, seed=5)
+
+
 def test_gpt2_with_an_untied_output_head_copies_it():
     config = transformers.GPT2Config(
         vocab_size=VOCAB,
@@ -321,6 +369,43 @@ def test_marian_cached_greedy_decoding_equals_hugging_faces(marian):
     assert finished.any() and (got[finished][:, -1] == PAD_MARIAN).all()
 
 
+def test_marian_uncached_decoding_and_log_probabilities_read_the_pad_start_token(marian):
+    """Marian starts every target with <pad> (decoder_start_token_id == pad_token_id). Hugging Face
+    reads that start token; so must ours, with and without the cache: greedy and beam search give
+    the same tokens either way, greedy gives Hugging Face's, and sequence_log_prob gives the sum of
+    Hugging Face's per-token log-probabilities (<pad> excluded, as both decoders exclude it)."""
+    theirs, ours = marian
+    src, attention_mask = marian_source(seed=12)
+    with torch.no_grad():
+        expected = theirs.generate(
+            src,
+            attention_mask=attention_mask,
+            do_sample=False,
+            max_new_tokens=10,
+            bad_words_ids=[[PAD_MARIAN]],
+            output_scores=True,
+            return_dict_in_generate=True,
+        )
+        # (B, 10): log softmax of the processed scores, <pad> at -inf
+        per_token = theirs.compute_transition_scores(
+            expected.sequences, expected.scores, normalize_logits=True
+        )
+    hf_tokens = expected.sequences[:, 1:]  # (B, 10), without the start token
+    cached, uncached = (
+        tl.greedy_decode(ours, src, 10, PAD_MARIAN, EOS_MARIAN, use_cache=c) for c in (True, False)
+    )
+    assert torch.equal(cached, hf_tokens) and torch.equal(uncached, hf_tokens)
+    counted = per_token.masked_fill(hf_tokens == PAD_MARIAN, 0.0)  # padding after <eos>
+    expected_log_p = counted.sum(dim=1)  # (B,)
+    got_log_p = tl.sequence_log_prob(ours, src, cached, PAD_MARIAN, EOS_MARIAN)  # (B,)
+    assert max_abs_diff(got_log_p, expected_log_p) <= 1e-4
+    beams = [
+        tl.beam_search(ours, src, 10, PAD_MARIAN, EOS_MARIAN, beam_width=3, use_cache=c)
+        for c in (True, False)
+    ]
+    assert beams[0] == beams[1]
+
+
 # --- Llama ----------------------------------------------------------------------------------------
 
 # grouped-query (4 query heads share 2 key/value heads); a non-default theta
@@ -404,6 +489,10 @@ def test_llama_cached_greedy_generation_equals_hugging_faces(llama):
     assert torch.equal(got, expected), (got, expected)
     # not one token repeated: the comparison has teeth
     assert len(set(got[:, 4:].flatten().tolist())) > 2
+
+
+def test_llama_left_padded_batched_generation_equals_hugging_faces(llama):
+    check_left_padded_generation_equals_hugging_faces(*llama, seed=33)
 
 
 def test_llama_rope_layout_is_permuted_at_the_copy():

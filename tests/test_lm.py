@@ -185,6 +185,56 @@ def test_decoder_only_padding_mask_with_a_cache_covers_the_cached_tokens():
     torch.testing.assert_close(torch.cat(steps, dim=1)[:, 2:], full[:, 2:], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope"])
+def test_positions_from_the_mask_make_a_left_padded_row_equal_the_row_alone(positional):
+    """Left padding moves a row's real tokens right; positions counted from its first real token
+    (Hugging Face's attention_mask.cumsum(-1) - 1) give back exactly the unpadded logits."""
+    torch.manual_seed(0)
+    model = tl.DecoderOnlyLM(tiny_config(pad_id=None, positional=positional)).eval()
+    tokens = torch.randint(1, 23, (1, 6))
+    padded = torch.cat([torch.randint(1, 23, (1, 3)), tokens], dim=1)  # (1, 9)
+    real = torch.tensor([[False] * 3 + [True] * 6])  # (1, 9)
+    positions = (real.long().cumsum(-1) - 1).clamp(min=0)  # (1, 9): 0 0 0 0 1 2 3 4 5
+    got = model(padded, mask=real[:, None, None, :], positions=positions)[:, 3:]
+    torch.testing.assert_close(got, model(tokens), atol=1e-5, rtol=1e-5)
+    if positional != "rope":  # an added table: the default positions 3..8 give other logits
+        shifted = model(padded, mask=real[:, None, None, :])[:, 3:]
+        assert not torch.allclose(shifted, model(tokens), atol=1e-3)
+
+
+def test_positions_are_checked_with_what_was_expected():
+    model = tl.DecoderOnlyLM(tiny_config())
+    tokens = torch.randint(1, 23, (2, 5))
+    with pytest.raises(ValueError, match=r"positions must be \(B, T\) = \(2, 5\)"):
+        model(tokens, positions=torch.zeros(5, dtype=torch.long))
+    with pytest.raises(TypeError, match="integer tensor"):
+        model(tokens, positions=torch.zeros(2, 5))
+    with pytest.raises(ValueError, match=r"\[0, max_len=40\)"):
+        model(tokens, positions=torch.full((2, 5), 40))
+    rope = tl.DecoderOnlyLM(tiny_config(positional="rope"))
+    rope(tokens, positions=torch.arange(5).expand(2, 5) + 7)  # one shift per row: accepted
+    with pytest.raises(ValueError, match="shifted by one amount per row"):
+        rope(tokens, positions=torch.tensor([0, 2, 4, 6, 8]).expand(2, 5))
+
+
+def test_generate_stops_rows_at_eos_and_pads_them():
+    torch.manual_seed(0)
+    model = tl.DecoderOnlyLM(tiny_config()).eval()  # pad_id 0
+    prompt = torch.randint(1, 23, (3, 4))
+    free = tl.lm.generate(model, prompt, 12)
+    eos = free[0, 4 + 2].item()  # row 0's third new token
+    out = tl.lm.generate(model, prompt, 12, eos_id=eos)
+    for row, ids in zip(free.tolist(), out.tolist(), strict=True):
+        new = row[4:]
+        end = new.index(eos) + 1 if eos in new else len(new)
+        assert ids[: 4 + end] == row[: 4 + end] and set(ids[4 + end :]) <= {0}
+    assert out.size(1) <= free.size(1)
+    with pytest.raises(ValueError, match="attention_mask must be"):
+        tl.lm.generate(model, prompt, 2, attention_mask=torch.ones(3, 5))
+    with pytest.raises(ValueError, match="eos_id"):
+        tl.lm.generate(model, prompt, 2, eos_id=23)
+
+
 def test_padding_masks_of_the_wrong_shape_or_dtype_say_what_is_expected():
     model = tl.DecoderOnlyLM(tiny_config())
     tokens = torch.randint(1, 23, (2, 5))

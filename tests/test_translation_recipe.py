@@ -168,6 +168,19 @@ def test_evaluate_scores_greedy_beam_and_the_copy_baseline(tmp_path, run, corpus
     assert json.loads((shipped / "metrics.json").read_text()) == results
 
 
+def test_evaluate_without_the_run_folder_keeps_the_curve_it_cannot_recompute(tmp_path, run, corpus):
+    """The shipped folder's test-BLEU curve needs the run's weights, which are not shipped: a
+    re-evaluation without ``run_folder`` keeps it, with the min_len it was decoded with."""
+    folder, _ = run
+    shipped = translation.save_shipped_model(folder, tmp_path / "shipped")
+    curve = [{"minutes": 1.0, "step": 5, "test_bleu_beam4": 1.5}]
+    (shipped / "metrics.json").write_text(json.dumps({"curve": curve}))
+    results = translation.evaluate(shipped, corpus=corpus, subset=5)
+    assert results["curve"] == curve and results["curve_min_len"] == 0
+    assert results["min_len"] == translation.MIN_OUTPUT_TOKENS == 1
+    assert json.loads((shipped / "metrics.json").read_text()) == results
+
+
 def test_recipes_are_checked_when_made():
     with pytest.raises(ValueError, match="d_model=130 must be divisible by num_heads=4"):
         translation.CPU_RECIPE.replace(d_model=130)
@@ -192,6 +205,24 @@ def test_shipped_model_translates_and_reproduces_its_stored_test_bleu():
     test = TatoebaCorpus().test_pairs[:subset]
     bleu = translation.score_split(model, vocab, test)["bleu"]
     assert bleu == pytest.approx(metrics[f"greedy_bleu_first_{subset}"], abs=0.01)
+
+
+def test_shipped_model_never_translates_a_real_sentence_to_nothing():
+    """Issue 35: beam search (the command line's default) returned "" for these sentences, whose
+    <eos>-first hypothesis outscored every real one; translate's min_len=1 forbids it, min_len=0 is
+    the bare search."""
+    model, vocab = translation.load_translator(translation.shipped_model_dir())
+    sentences = [
+        "Tom had his wisdom teeth taken out last week.",
+        "Tom had his wisdom teeth taken out by a twenty-four year old dentist.",
+        "Tom had to swallow his pride and admit that he needed help.",
+    ]
+    bare = translation.translate(model, vocab, sentences, beam_width=4, min_len=0)
+    assert bare.count("") >= 2  # the failure is real on this model
+    assert all(translation.translate(model, vocab, sentences, beam_width=4))
+    assert translation.translate(model, vocab, ["", "  "], beam_width=4) == ["", ""]
+    with pytest.raises(ValueError, match="min_len must be a whole number >= 0, got -1"):
+        translation.translate(model, vocab, sentences, min_len=-1)
 
 
 def test_shipped_models_whole_test_split_scores_are_its_metrics():

@@ -11,7 +11,16 @@ grows with the prefix (linearly instead of quadratically for the whole step).
 
 No decoder ever emits ``<pad>``: its logit is set to ``-inf`` before every choice, so a finished row
 is padded only after its ``<eos>``, and the cached path (which never masks the prefix) and the
-uncached path (which masks padding in the prefix) read the same tokens.
+uncached path (which masks padding in the prefix) read the same tokens. The one ``<pad>`` that both
+read is a start token that *is* ``<pad>`` (MarianMT's ``decoder_start_token_id``, which Hugging
+Face's ``generate`` reads too): the uncached path's padding mask never hides the first column.
+
+``min_len`` (0 by default, as in the paper and Hugging Face's ``min_new_tokens``) forbids ``<eos>``
+until an output holds that many tokens (fairseq's ``min_len``, Hugging Face's
+``MinNewTokensLengthLogitsProcessor``): the ``<eos>`` log-probability is set to ``-inf`` and the
+others are left as they are. Beam search needs it: an output that ends at once has one factor below
+1, and can outrank every real translation (Stahlberg and Byrne 2019, "On NMT Search Errors and Model
+Errors: Cat Got Your Tongue?"). The translation application decodes with ``min_len=1``.
 
 Greedy and sampled decoding, here and in the language models
 (:func:`transformer_lib.model.lm.generate`), run one loop, :func:`autoregress`; the model enters it
@@ -26,8 +35,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .._arguments import check_positive_ints
+from .._arguments import check_non_negative_ints, check_positive_ints
 from ..model.attention import DecoderCache
+from ..model.masks import causal_mask, padding_mask
 from ..model.transformer import Transformer
 from ..training.data import Vocab, make_batch
 
@@ -56,6 +66,15 @@ def _next_token_log_probs(model: Transformer, hidden: torch.Tensor) -> torch.Ten
     return logits.log_softmax(dim=-1)
 
 
+def _forbid_eos(log_probs: torch.Tensor, eos_id: int) -> torch.Tensor:
+    """``log_probs (R, V)`` with ``<eos>`` at ``-inf`` (a copy): an output shorter than ``min_len``
+    may not end. The other tokens keep their log-probabilities, so a hypothesis's score is still its
+    ``log P`` under the model (:func:`sequence_log_prob`)."""
+    log_probs = log_probs.clone()
+    log_probs[:, eos_id] = float("-inf")
+    return log_probs  # (R, V)
+
+
 # step(new (B, t_new), cache) -> (B, V): the next token's log-probabilities after ``new``
 Step = Callable[[torch.Tensor, DecoderCache | None], torch.Tensor]
 
@@ -80,19 +99,25 @@ def autoregress(
     cache: DecoderCache | None = None,
     eos_id: int | None = None,
     pad_id: int | None = None,
+    min_len: int = 0,
 ) -> torch.Tensor:
     """Extend ``prefix (B, t0)`` one token at a time, ``steps`` times: ``(B, t0 + <= steps)``.
 
     Each step asks ``step(new, cache)`` for the next token's log-probabilities ``(B, V)`` (``new``:
     the whole sequence, or with a ``cache`` only its newest tokens), and ``choose`` picks the token
     from them, ``(B, V) -> (B,)``. With ``eos_id`` (and ``pad_id``), a row that has emitted
-    ``<eos>`` gets ``pad_id`` from then on, and the loop stops once every row has. The one loop of
-    :func:`greedy_decode`, :func:`sample_decode` and :func:`transformer_lib.model.lm.generate`.
+    ``<eos>`` gets ``pad_id`` from then on, and the loop stops once every row has; ``<eos>`` is not
+    chosen before ``min_len`` new tokens. The one loop of :func:`greedy_decode`,
+    :func:`sample_decode` and :func:`transformer_lib.model.lm.generate`.
     """
+    check_non_negative_ints(min_len=min_len)
     tokens = prefix
     finished = torch.zeros(prefix.size(0), dtype=torch.bool, device=prefix.device)  # (B,)
-    for _ in range(steps):
-        next_token = choose(_next_log_probs(step, tokens, cache))  # (B,)
+    for generated in range(steps):
+        log_probs = _next_log_probs(step, tokens, cache)  # (B, V)
+        if eos_id is not None and generated < min_len:
+            log_probs = _forbid_eos(log_probs, eos_id)
+        next_token = choose(log_probs)  # (B,)
         if eos_id is not None:
             next_token = next_token.masked_fill(finished, pad_id)  # pad after <eos>
             finished |= next_token == eos_id
@@ -100,6 +125,25 @@ def autoregress(
         if eos_id is not None and finished.all():
             break
     return tokens
+
+
+def _read_prefix(
+    model: Transformer,
+    tgt: torch.Tensor,
+    memory: torch.Tensor,
+    src_mask: torch.Tensor,
+    cache: DecoderCache | None = None,
+) -> torch.Tensor:
+    """The decoder's hidden states ``(B, T_new, d_model)`` of ``tgt (B, T_new)``: with a ``cache``
+    its newest tokens under the causal mask (the decoder's own default), without one the whole
+    prefix under the causal and padding masks, where the padding mask never hides the first column,
+    the start token, even when it is ``<pad>`` (MarianMT; see the module's docstring)."""
+    if cache is not None:
+        return model.decode(tgt, memory, src_mask, cache=cache)  # (B, T_new, d_model)
+    real = padding_mask(tgt, model.config.pad_id)  # (B, 1, 1, T)
+    real[..., 0] = True  # the start token
+    tgt_mask = causal_mask(tgt.size(1), device=tgt.device) & real  # (B, 1, T, T)
+    return model.decode(tgt, memory, src_mask, tgt_mask)  # (B, T, d_model)
 
 
 class _Seq2SeqStep:
@@ -112,7 +156,7 @@ class _Seq2SeqStep:
         self.memory = model.encode(src, self.src_mask)  # (B, S, d_model)
 
     def __call__(self, new: torch.Tensor, cache: DecoderCache | None) -> torch.Tensor:
-        hidden = self.model.decode(new, self.memory, self.src_mask, cache=cache)  # (B, t_new, d)
+        hidden = _read_prefix(self.model, new, self.memory, self.src_mask, cache)  # (B, t_new, d)
         return _next_token_log_probs(self.model, hidden[:, -1])  # (B, V)
 
     def reorder(self, index: torch.Tensor) -> None:
@@ -129,13 +173,14 @@ def _generate(
     eos_id: int,
     choose: Callable[[torch.Tensor], torch.Tensor],
     use_cache: bool,
+    min_len: int = 0,
 ) -> torch.Tensor:
     """Greedy and sampled decoding of ``src (B, S)``: ``choose`` picks each token (B, V) -> (B,)."""
     check_positive_ints(max_len=max_len)
     model.eval()
     step, cache = _Seq2SeqStep(model, src), (model.new_cache() if use_cache else None)
     bos = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    tokens = autoregress(step, bos, max_len, choose, cache, eos_id, model.config.pad_id)
+    tokens = autoregress(step, bos, max_len, choose, cache, eos_id, model.config.pad_id, min_len)
     return tokens[:, 1:]  # (B, <= max_len), without <bos>
 
 
@@ -146,10 +191,11 @@ def greedy_decode(
     bos_id: int,
     eos_id: int,
     use_cache: bool = True,
+    min_len: int = 0,
 ) -> torch.Tensor:
     """``src (B, S)`` -> ``(B, <= max_len)`` ids: the most likely token at every step, padded after
-    ``<eos>``."""
-    return _generate(model, src, max_len, bos_id, eos_id, greedy, use_cache)
+    ``<eos>`` (which is not chosen before ``min_len`` tokens)."""
+    return _generate(model, src, max_len, bos_id, eos_id, greedy, use_cache, min_len)
 
 
 def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
@@ -208,6 +254,7 @@ def sample_decode(
     use_cache: bool = True,
     top_k: int | None = None,
     top_p: float | None = None,
+    min_len: int = 0,
 ) -> torch.Tensor:
     """Draw each token from ``softmax(logits / temperature)``, optionally cut to the ``top_k`` most
     likely tokens and then to the nucleus of mass ``top_p`` (see :func:`filter_top_k_top_p`).
@@ -215,7 +262,7 @@ def sample_decode(
     Low temperatures sharpen the distribution, high ones flatten it. A temperature below ``1e-6`` (0
     included) is taken as its limit, the argmax: the same tokens as :func:`greedy_decode`. A
     negative, NaN or infinite temperature raises a ValueError. ``top_k=1`` is greedy at any
-    temperature.
+    temperature. ``<eos>`` is not drawn before ``min_len`` tokens.
     """
     return _generate(
         model,
@@ -225,6 +272,7 @@ def sample_decode(
         eos_id,
         sampler(temperature, top_k, top_p, generator),
         use_cache,
+        min_len,
     )
 
 
@@ -300,6 +348,7 @@ def _beam_search_steps(
     beam_width: int,
     length_penalty: float,
     device: torch.device | str = "cpu",
+    min_len: int = 0,
 ) -> list[list[Hypothesis]]:
     """Beam search over ``num_sources`` sources at once; each source's finished hypotheses, best
     first.
@@ -324,7 +373,9 @@ def _beam_search_steps(
     :func:`_best_reachable_score`), or at ``max_len``; its rows then leave the batch, so the decoder
     only runs on sources still searching. A source that finished nothing by ``max_len`` returns its
     live prefixes, cut at ``max_len`` without ``<eos>``. At most the ``W`` best finished hypotheses
-    are kept per source.
+    are kept per source. No continuation ends in ``<eos>`` before ``min_len`` tokens (its
+    log-probability is ``-inf`` there), so every finished output has at least ``min_len`` tokens
+    before its ``<eos>``.
     """
     width, alpha = beam_width, length_penalty
     found: list[list[Hypothesis]] = [[] for _ in range(num_sources)]
@@ -339,6 +390,8 @@ def _beam_search_steps(
     rank = torch.arange(2 * width, device=device)  # (2W,)
     for length in range(1, max_len + 1):  # length: tokens after <bos> in each continuation
         log_probs = step(prefixes)  # (A*W, V)
+        if length <= min_len:  # <eos> here would end an output of length - 1 < min_len tokens
+            log_probs = _forbid_eos(log_probs, eos_id)
         vocab_size = log_probs.size(-1)
         # (A, W*V)
         candidates = (live.reshape(-1, 1) + log_probs).view(len(active), width * vocab_size)
@@ -415,6 +468,7 @@ def beam_search(
     length_penalty: float = 0.6,
     use_cache: bool = True,
     return_hypotheses: bool = False,
+    min_len: int = 0,
 ) -> list[list[int]] | list[list[Hypothesis]]:
     """Keep the ``beam_width`` most likely prefixes at every step; return each source's best
     finished output.
@@ -435,8 +489,13 @@ def beam_search(
     ``log_prob``, ``score``), best first (at most ``W`` per source: the finished outputs found
     before the search stopped), so the sequence log-probability can be compared with greedy
     decoding's (:func:`sequence_log_prob`).
+
+    ``min_len``: no output ends before this many tokens (see the module's docstring). With the
+    default 0 an output may be ``<eos>`` alone, and it often wins: its one factor below 1 can score
+    above every real translation, most of all at small ``alpha``; ``min_len=1`` forbids that.
     """
     check_positive_ints(max_len=max_len, beam_width=beam_width)
+    check_non_negative_ints(min_len=min_len)
     vocab_size = model.config.tgt_vocab_size
     if beam_width >= vocab_size:
         raise ValueError(
@@ -473,6 +532,7 @@ def beam_search(
         beam_width,
         length_penalty,
         src.device,
+        min_len,
     )
     return found if return_hypotheses else [hypotheses[0].tokens for hypotheses in found]
 
@@ -486,14 +546,15 @@ def sequence_log_prob(
     after ``<eos>``) -> ``(B,)``.
 
     Each row sums the log-probabilities of its tokens up to and including its first ``<eos>``; use
-    it to compare the outputs of greedy decoding and beam search on the same sources.
+    it to compare the outputs of greedy decoding and beam search on the same sources. The prefix is
+    read as the decoders read it, a ``<pad>`` start token included.
     """
     model.eval()
     bos = torch.full((tokens.size(0), 1), bos_id, dtype=torch.long, device=tokens.device)
     # (B, T): what the decoder read before each token
     prefix = torch.cat([bos, tokens[:, :-1]], dim=1)
     src_mask = model.source_mask(src)  # (B, 1, 1, S)
-    hidden = model.decode(prefix, model.encode(src, src_mask), src_mask)  # (B, T, d_model)
+    hidden = _read_prefix(model, prefix, model.encode(src, src_mask), src_mask)  # (B, T, d_model)
     log_probs = _next_token_log_probs(model, hidden).gather(-1, tokens[..., None])[..., 0]  # (B, T)
     is_eos = (tokens == eos_id).long()  # (B, T)
     counted = (is_eos.cumsum(dim=1) - is_eos) == 0  # up to and including the first <eos>

@@ -77,6 +77,10 @@ METRICS_FILE = (
 # The paper's output length limit: "We set the maximum output length during inference to input
 # length + 50" (§6.1). Counted in tokens.
 EXTRA_OUTPUT_TOKENS = 50
+# The fewest output tokens before <eos> (decode.py's min_len): a non-empty sentence never translates
+# to "" (with 0, beam search returned "" for 18 of the 1,000 valid sentences at alpha = 0:
+# results/empty_translations.csv).
+MIN_OUTPUT_TOKENS = 1
 
 
 @dataclass(frozen=True)
@@ -277,13 +281,17 @@ def translate(
     length_penalty: float = 0.6,
     max_len: int | None = None,
     batch_size: int = 100,
+    min_len: int = MIN_OUTPUT_TOKENS,
 ) -> list[str]:
     """Translate ``sentences`` (a list of str) and return the detokenised translations, in order.
 
     ``beam_width=None`` decodes greedily; an int runs
     :func:`~transformer_lib.applications.decode.beam_search` with the GNMT ``length_penalty`` (0.6
     in the paper). ``max_len`` caps the output in tokens; by default it is the sentence's length +
-    50 tokens (paper §6.1), never beyond the model's positions. Sentences are normalised as the
+    50 tokens (paper §6.1), never beyond the model's positions. ``min_len`` (1 by default) is the
+    fewest output tokens before ``<eos>`` (see :mod:`~transformer_lib.applications.decode`): without
+    it beam search returns an empty translation for some real sentences, whose ``<eos>``-first
+    hypothesis outscores every longer one. Sentences are normalised as the
     training text was (:func:`~transformer_lib.training.translation_corpus.normalise_text`), sorted
     by length and decoded ``batch_size`` at a time (a batch's memory grows with its longest
     sentence).
@@ -314,6 +322,8 @@ def translate(
         )
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+    if not is_int(min_len) or min_len < 0:
+        raise ValueError(f"min_len must be a whole number >= 0, got {min_len!r}")
     positions = model.config.max_len
     encoded = [vocab.encode(normalise_text(s)) for s in sentences]
     for index, ids in enumerate(encoded):
@@ -339,10 +349,18 @@ def translate(
             max_len if max_len is not None else longest + EXTRA_OUTPUT_TOKENS, positions - 1
         )
         if beam_width is None:
-            out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id)  # (B, <= limit)
+            # (B, <= limit)
+            out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id, min_len=min_len)
         else:
             out = beam_search(
-                model, src, limit, vocab.bos_id, vocab.eos_id, beam_width, length_penalty
+                model,
+                src,
+                limit,
+                vocab.bos_id,
+                vocab.eos_id,
+                beam_width,
+                length_penalty,
+                min_len=min_len,
             )
         for row, i in enumerate(
             chunk
@@ -693,7 +711,10 @@ def evaluate(
     and greedy BLEU on the first ``subset`` test pairs, the number the shipped model's test
     recomputes. With ``run_folder`` (the run that made the model), the weights it kept at each of
     its recipe's ``eval_minutes`` are scored too, with beam search: the test-BLEU curve of training,
-    read after training has ended.
+    read after training has ended. Without it, a curve already in ``folder``'s ``metrics.json`` is
+    kept as it is (the run's weights are not shipped, so it cannot be recomputed), with
+    ``curve_min_len``, the ``min_len`` it was decoded with (0 before that setting existed), where it
+    may differ from today's :func:`translate` default.
     """
     folder = Path(folder)
     corpus = corpus if corpus is not None else TatoebaCorpus()
@@ -715,6 +736,7 @@ def evaluate(
         "chrf": round(corpus_chrf(sources, references), 2),
     }
     results["length_penalty"] = length_penalty
+    results["min_len"] = MIN_OUTPUT_TOKENS
     results[f"greedy_bleu_first_{subset}"] = round(
         score_split(model, vocab, test[:subset])["bleu"], 2
     )
@@ -723,6 +745,12 @@ def evaluate(
         results["curve"] = _test_curve(
             Path(run_folder), vocab, test, beam_width, length_penalty, device
         )
+        results["curve_min_len"] = MIN_OUTPUT_TOKENS
+    elif (folder / METRICS_FILE).exists():
+        kept = json.loads((folder / METRICS_FILE).read_text(encoding="utf-8"))
+        if "curve" in kept:
+            results["curve"] = kept["curve"]
+            results["curve_min_len"] = kept.get("curve_min_len", 0)
     _write_json(folder / METRICS_FILE, results)
     return results
 

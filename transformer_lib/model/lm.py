@@ -22,12 +22,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._arguments import check_non_negative_ints, check_token_batch, check_token_ids
+from .._arguments import (
+    check_non_negative_ints,
+    check_token_batch,
+    check_token_id,
+    check_token_ids,
+)
 from ..applications.decode import autoregress, greedy
 from ..training.train import IGNORE_INDEX, LM_BATCHES, Trainer, perplexity
 from .attention import DecoderCache
 from .encoder import Encoder
-from .layers import LayerNorm, TokenEmbedding
+from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
 from .masks import causal_mask, check_mask, padding_mask
 from .transformer import (
     ModelOptions,
@@ -238,17 +243,25 @@ class _EncoderStackLM(nn.Module):
         mask: torch.Tensor | None,
         cache: DecoderCache | None = None,
         token_types: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``tokens (B, T)`` -> ``(B, T, d_model)``: embed (plus token types, if the model has
         them), add positions, run the stack of blocks (it ends with the final norm and extends
-        ``cache``)."""
+        ``cache``). ``positions (B, T)``: each token's position (checked by the caller), for an
+        added table (learned or sinusoidal); ``None``: ``start, start + 1, ...`` in every row."""
         start = cache.length if cache is not None else 0
         x = self.embed(tokens)  # (B, T, d_model)
         if self.token_type_embed is not None:
             # (B, T): BERT's default 0
             types = torch.zeros_like(tokens) if token_types is None else token_types
             x = x + self.token_type_embed(types)  # (B, T, d_model)
-        x = self.positions(x, start=start)  # (B, T, d_model)
+        table = self.positions
+        if positions is not None and isinstance(table, PositionalEncoding):
+            x = table._finish(x + table.pe[0, positions])  # (B, T, d_model)
+        elif positions is not None and isinstance(table, LearnedPositionalEncoding):
+            x = table._finish(x + table.embedding(positions))  # (B, T, d_model)
+        else:  # rotary positions rotate inside attention, from `start` (see DecoderOnlyLM)
+            x = table(x, start=start)  # (B, T, d_model)
         return self.blocks(x, mask, cache)  # (B, T, d_model)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -266,9 +279,18 @@ class DecoderOnlyLM(_EncoderStackLM):
     (see :meth:`new_cache`) ``tokens`` holds only the newest tokens; they sit after the cached ones
     and see them all. ``mask``: an optional padding mask, bool ``(B, 1, 1, T_k)``, True = may attend
     (a real token), combined with the causal mask; with a cache ``T_k`` counts the cached tokens
-    too. Padded positions still get logits, which mean nothing. Positions count from the first
-    column, padded or not (as Hugging Face's do when no ``position_ids`` are given), so with right
-    padding the real positions get exactly the unpadded logits.
+    too. Padded positions still get logits, which mean nothing.
+
+    ``positions``: an optional ``(B, T)`` tensor of each token's position (Hugging Face's
+    ``position_ids``). Without it positions count from the first column (after the cached tokens),
+    padded or not, as Hugging Face's do when no ``position_ids`` are given: with right padding the
+    real positions get exactly the unpadded logits. A left-padded row needs its own positions,
+    ``attention_mask.cumsum(-1) - 1`` (what :func:`generate` derives from its ``attention_mask``).
+    With rotary positions (``positional="rope"``) attention depends only on the differences of
+    positions, so a row whose real tokens are the default positions shifted by one amount (left
+    padding) gets exactly what it would get at those positions; the model rotates from the default
+    positions and accepts only such ``positions`` (a ValueError otherwise). With a cache, the shift
+    must stay the same from call to call (as :func:`generate` keeps it).
     """
 
     def __init__(self, config: LMConfig):
@@ -284,6 +306,7 @@ class DecoderOnlyLM(_EncoderStackLM):
         tokens: torch.Tensor,
         cache: DecoderCache | None = None,
         mask: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         start = cache.length if cache is not None else 0
         self._check_tokens(tokens, start)
@@ -292,7 +315,46 @@ class DecoderOnlyLM(_EncoderStackLM):
         if mask is not None:
             self._check_padding_mask(mask, tokens, start + tokens.size(1))
             attend = attend & mask  # (B, 1, T, start + T)
-        return self.logits(self.hidden_states(tokens, attend, cache))  # (B, T, V)
+        if positions is not None:
+            real = None if mask is None else mask[:, 0, 0, start:]  # (B, T): the tokens' own column
+            self._check_positions(positions, tokens, start, real)
+        return self.logits(self.hidden_states(tokens, attend, cache, positions=positions))
+
+    def _check_positions(
+        self, positions: torch.Tensor, tokens: torch.Tensor, start: int, real: torch.Tensor | None
+    ) -> None:
+        """``positions`` must be integer ``(B, T)`` like ``tokens``, each in ``[0, max_len)``; with
+        rotary positions, each row's real tokens (``real (B, T)``, or all) must sit at the default
+        positions ``start, start + 1, ...`` shifted by one amount."""
+        if not isinstance(positions, torch.Tensor) or positions.is_floating_point():
+            got = f"dtype {positions.dtype}" if isinstance(positions, torch.Tensor) else positions
+            raise TypeError(f"positions must be an integer tensor (B, T), got {got!r}")
+        if positions.shape != tokens.shape:
+            raise ValueError(
+                f"positions must be (B, T) = {tuple(tokens.shape)} like the tokens, got "
+                f"{tuple(positions.shape)}"
+            )
+        max_len = self.config.max_len
+        if positions.numel() and not (0 <= positions.min() and positions.max() < max_len):
+            raise ValueError(
+                f"positions must be in [0, max_len={max_len}), got {positions.min().item()}.."
+                f"{positions.max().item()}"
+            )
+        if self.config.positional != "rope":
+            return
+        default = torch.arange(start, start + tokens.size(1), device=positions.device)  # (T,)
+        shift = (positions - default).long()  # (B, T)
+        real = torch.ones_like(shift, dtype=torch.bool) if real is None else real.to(shift.device)
+        big = torch.iinfo(torch.long).max
+        highest = shift.masked_fill(~real, -big).amax(dim=1)  # (B,)
+        lowest = shift.masked_fill(~real, big).amin(dim=1)  # (B,)
+        if (real.any(dim=1) & (highest != lowest)).any():
+            raise ValueError(
+                "with rotary positions, positions must be the default ones (start, start + 1, ...) "
+                "shifted by one amount per row on the real tokens (as left padding gives): rotary "
+                "attention reads only differences of positions, and this model rotates from the "
+                "default ones"
+            )
 
     def new_cache(self) -> DecoderCache:
         """An empty cache for generating one token at a time (:func:`generate`)."""
@@ -500,9 +562,12 @@ def generate(
     max_new_tokens: int,
     choose=None,
     use_cache: bool = True,
+    attention_mask: torch.Tensor | None = None,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
 ) -> torch.Tensor:
     """Continue ``prompt (B, T0)`` by ``max_new_tokens`` tokens; returns
-    ``(B, T0 + max_new_tokens)``.
+    ``(B, T0 + max_new_tokens)`` (fewer columns when every row has ended, see ``eos_id``).
 
     ``choose(log_probs (B, V)) -> (B,)`` picks each next token (greedy by default); build a sampling
     one with :func:`transformer_lib.applications.decode.sampler`. With ``use_cache`` each step feeds
@@ -510,6 +575,14 @@ def generate(
     supplies the keys and values of the earlier ones; without it each step re-reads the whole
     sequence. Both give the same tokens. The loop is
     :func:`transformer_lib.applications.decode.autoregress`, the translation model's too.
+
+    A batch of prompts of different lengths is left-padded, as Hugging Face's ``generate`` expects:
+    ``attention_mask (B, T0)`` (1 or True at real tokens) hides the padding from every step, and
+    each token's position is counted from its row's first real token, ``attention_mask.cumsum(-1)
+    - 1`` (0 at padding), then one more per new token, as Hugging Face derives ``position_ids``.
+    Each row then continues as it would alone. ``eos_id``: a row that emits it is finished; it gets
+    ``pad_id`` from then on (default: the model's ``pad_id``, else ``eos_id`` as Hugging Face does
+    for GPT-2), and generation stops once every row has finished.
     """
     if prompt.dim() != 2 or prompt.size(1) < 1:
         raise ValueError(
@@ -521,11 +594,53 @@ def generate(
             f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "
             f"max_len={model.config.max_len}"
         )
+    vocab_size = model.config.vocab_size
+    if eos_id is not None:
+        check_token_id("eos_id", eos_id, vocab_size, f"vocab_size={vocab_size}")
+        pad_id = pad_id if pad_id is not None else model.config.pad_id
+        pad_id = pad_id if pad_id is not None else eos_id
+        check_token_id("pad_id", pad_id, vocab_size, f"vocab_size={vocab_size}")
     model.eval()
+    prompt_mask = None if attention_mask is None else _prompt_mask(attention_mask, prompt)
+    if prompt_mask is not None:
+        # (B, T0): Hugging Face's position_ids, 0 at padding
+        prompt_positions = (prompt_mask.long().cumsum(dim=-1) - 1).masked_fill(~prompt_mask, 0)
 
     def step(new: torch.Tensor, cache: DecoderCache | None) -> torch.Tensor:
-        return model(new, cache=cache)[:, -1].log_softmax(dim=-1)  # (B, V): after the last token
+        if prompt_mask is None:
+            return model(new, cache=cache)[:, -1].log_softmax(dim=-1)  # (B, V): after the last
+        total = (cache.length if cache is not None else 0) + new.size(1)
+        grown = total - prompt.size(1)  # tokens generated so far
+        seen = torch.cat([prompt_mask, prompt_mask.new_ones(prompt.size(0), grown)], dim=1)
+        after = torch.arange(1, grown + 1, device=prompt.device)  # (grown,)
+        positions = torch.cat(  # (B, total)
+            [prompt_positions, prompt_positions[:, -1:] + after], dim=1
+        )
+        logits = model(
+            new, cache=cache, mask=seen[:, None, None, :], positions=positions[:, -new.size(1) :]
+        )  # (B, t_new, V)
+        return logits[:, -1].log_softmax(dim=-1)  # (B, V)
 
     cache = model.new_cache() if use_cache else None
     choose = choose if choose is not None else greedy
-    return autoregress(step, prompt, max_new_tokens, choose, cache)  # (B, T0 + max_new_tokens)
+    # (B, T0 + <= max_new_tokens)
+    return autoregress(step, prompt, max_new_tokens, choose, cache, eos_id, pad_id)
+
+
+def _prompt_mask(attention_mask: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's ``attention_mask (B, T0)`` (0/1 integers or bool) -> bool ``(B, T0)``, after
+    checking that it fits ``prompt``."""
+    if not isinstance(attention_mask, torch.Tensor):
+        raise TypeError(
+            f"attention_mask must be a (B, T0) tensor of 0/1 or bool, got "
+            f"{type(attention_mask).__name__}"
+        )
+    if attention_mask.shape != prompt.shape:
+        raise ValueError(
+            f"attention_mask must be (B, T0) = {tuple(prompt.shape)} like the prompt, got "
+            f"{tuple(attention_mask.shape)}"
+        )
+    binary = (attention_mask == 0) | (attention_mask == 1)
+    if attention_mask.is_floating_point() or not binary.all():
+        raise ValueError("attention_mask must hold 0/1 integers or bools (1 = a real token)")
+    return attention_mask.to(device=prompt.device, dtype=torch.bool)
