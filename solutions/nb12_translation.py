@@ -6,15 +6,13 @@ from itertools import pairwise
 
 def my_merge_step(words):
     """One BPE merge: count adjacent symbol pairs inside each word, weighted by the word's count;
-    pick the most frequent, ties to the pair of older symbols as ``tl.learn_bpe`` breaks them
-    (single characters before merged symbols, characters in code point order, the left symbol
-    first); merge it in every word, left to right, without overlap."""
+    pick the most frequent, ties to the smallest ``(left, right)``; merge it in every word, left to
+    right, without overlap."""
     counts = Counter()
     for symbols, count in words.items():
         for left, right in pairwise(symbols):  # adjacent symbols inside one word
             counts[left, right] += count
-    # a merged symbol (longer than one character) is younger than every character
-    pair = min(counts, key=lambda p: (-counts[p], [(len(s) > 1, s) for s in p]))
+    pair = min(counts, key=lambda p: (-counts[p], p))
     merged = {}
     for symbols, count in words.items():
         out, i = [], 0

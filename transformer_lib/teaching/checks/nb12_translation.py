@@ -1,14 +1,13 @@
 """Notebook 12 · translation: the check of one BPE merge step.
 
-The learner writes ``merge_step(words)``: ``words`` maps each word, spelled as a tuple of symbols,
-to how often it occurs (``{("l", "o", "w"): 5, ...}``). It returns ``(pair, merged)``: the most
-frequent pair of adjacent symbols, counted inside words only, at every position, and weighted by
-each word's count, a tie going by :func:`~transformer_lib.learn_bpe`'s rule (the pair of older
-symbols: single characters before merged symbols, characters in code point order, the left symbol
-first); and the words with every occurrence of that pair, read left to right without overlap,
-merged into one symbol (``("a", "a", "a")`` with ``("a", "a")`` becomes ``("aa", "a")``). One step
-cannot see in which order earlier merges made two merged symbols, so a tie that only that order
-decides accepts either pair.
+The learner writes ``my_merge_step(words)``: ``words`` maps each word, spelled as a tuple of
+symbols, to how often it occurs (``{("l", "o", "w"): 5, ...}``). It returns ``(pair, merged)``: the
+most frequent pair of adjacent symbols, counted inside words only, at every position, and weighted
+by each word's count, a tie going to the smallest ``(left, right)`` in Python's order of tuples of
+str (the rule notebook 12 states; :func:`~transformer_lib.learn_bpe` breaks ties by the symbols'
+age instead, which one step cannot see, and the notebook shows where the two part); and the words
+with every occurrence of that pair, read left to right without overlap, merged into one symbol
+(``("a", "a", "a")`` with ``("a", "a")`` becomes ``("aa", "a")``).
 
 There is nothing to compare as tensors, so the entry has a ``verdict``: it reads whatever the
 learner's code returned defensively (a list for the pair, any mapping for the words are accepted),
@@ -23,7 +22,7 @@ at most as many items as a right answer holds: a result with more is wrong, neve
 import operator
 from collections import Counter
 from collections.abc import Callable, Mapping
-from itertools import islice, pairwise, permutations
+from itertools import islice, pairwise
 
 from .engine import (
     Case,
@@ -53,32 +52,15 @@ def _pair_counts(words: dict) -> Counter:
     return counts
 
 
-def _older_first(symbol: str, order: dict) -> tuple:
-    """A symbol's age in :func:`~transformer_lib.learn_bpe`'s tie rule: single characters first,
-    in code point order, then merged symbols in the order they were made (``order``)."""
-    return (1, order[symbol], "") if len(symbol) > 1 else (0, 0, symbol)
-
-
 def _winners(counts: Counter) -> list[tuple[str, str]]:
-    """The pairs learn_bpe's rule may pick: the most frequent, ties to the pair of older symbols,
-    the left one deciding first. Which of two merged symbols is older depends on earlier steps
-    that the words do not show, so every order of the merged symbols in tied pairs is tried; the
-    first pair is the one where they were made in str order."""
+    """The pair the rule picks, as a one-item list: the most frequent, ties to the smallest
+    ``(left, right)`` tuple of str."""
     top = max(counts.values())
-    tied = [pair for pair, count in counts.items() if count == top]
-    merged = sorted({symbol for pair in tied for symbol in pair if len(symbol) > 1})
-    orders = permutations(merged) if len(merged) <= 5 else (merged, merged[::-1])
-    winners: list = []
-    for order in orders:
-        rank = {symbol: i for i, symbol in enumerate(order)}
-        best = min(tied, key=lambda pair: tuple(_older_first(s, rank) for s in pair))
-        if best not in winners:
-            winners.append(best)
-    return winners
+    return [min(pair for pair, count in counts.items() if count == top)]
 
 
 def _best(counts: Counter) -> tuple[str, str]:
-    """The most frequent pair by learn_bpe's tie rule, merged symbols made in str order."""
+    """The most frequent pair, ties to the smallest ``(left, right)``."""
     return _winners(counts)[0]
 
 
@@ -262,12 +244,11 @@ def _spelling(words: dict) -> dict:
 
 
 _TIE_RULE = (
-    "a tie goes to the pair of older symbols, the rule of tl.learn_bpe: single characters are "
-    "older than merged symbols and rank among themselves in alphabetical (code point) order; the "
-    "left symbols decide first, then the right ones. Take the min over the tied pairs with that "
-    "key: not the max, not the first pair met (Counter.most_common keeps the order pairs were "
-    "first seen), and not the order of the tuples or of `left + right` as text, which differ "
-    "once symbols are merged"
+    "a tie goes to the smallest (left, right) in Python's order of tuples of str: compare the left "
+    "symbols, then the right ones, as min(counts, key=lambda p: (-counts[p], p)) does. Not the "
+    "max, not the first pair met (Counter.most_common keeps the order pairs were first seen), and "
+    "not `left + right` as text, which differs once symbols are merged ('a' + 'bd' against "
+    "'ab' + 'c')"
 )
 
 
@@ -369,7 +350,7 @@ MERGE_STEP = Entry(
     _cases,
     verdict=_verdict,
     success="the most frequent pair, counted inside words and weighted by their counts, ties to "
-    "the older symbols as in tl.learn_bpe, merged everywhere from the left.",
+    "the smallest (left, right), merged everywhere from the left.",
 )
 
 ENTRIES = (MERGE_STEP,)
