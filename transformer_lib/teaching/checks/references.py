@@ -227,9 +227,11 @@ def positional_encoding(student: nn.Module, d_model: int, max_len: int) -> Posit
         ]
         if params:
             raise Failure(
-                f"the table is an nn.Parameter (`{params[0]}`): the optimizer would "
-                "change it. Hint: `self.register_buffer('pe', table)`: it moves with "
-                "`.to(device)`, nothing trains it."
+                f"the table is an nn.Parameter (`{params[0]}`): trainable, it would be "
+                "learned, not fixed; frozen (requires_grad=False), it still shows up in "
+                "`.parameters()` and in parameter counts, and is handed to the optimizer. Hint: "
+                "`self.register_buffer('pe', table)`: it moves with `.to(device)`, is saved "
+                "in the state_dict, and is no parameter."
             )
         if plain:
             raise Failure(
