@@ -244,7 +244,13 @@ class _ConvFunctional(_Conv):
         return F.conv1d(y, self.conv2.weight, self.conv2.bias).mT
 
 
-@pytest.mark.parametrize("module", [_Conv, _ConvPermute, _ConvNoBias, _ConvFunctional])
+class _ConvSame(_Conv):
+    def __init__(self, d_model, d_ff):
+        super().__init__(d_model, d_ff)
+        self.conv1 = nn.Conv1d(d_model, d_ff, kernel_size=1, padding="same")
+
+
+@pytest.mark.parametrize("module", [_Conv, _ConvPermute, _ConvNoBias, _ConvFunctional, _ConvSame])
 def test_every_correct_convolutional_feed_forward_passes(module):
     result = tl.checks.check_conv_feed_forward(module)
     assert result, result.message
@@ -356,6 +362,8 @@ def _encoder_variant(forward=None, **init):
                 layers = list(self.layers)
                 del self.layers  # a registered submodule cannot be overwritten with a list
                 self.layers = layers
+            if kind == "own_layers":
+                self.layers = nn.ModuleList(nn.Identity() for _ in range(num_layers))
             if kind == "post_layers":
                 self.layers = nn.ModuleList(
                     tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0)
@@ -400,6 +408,7 @@ def _final_never(self, x, mask=None):
         (_encoder_variant(kind="no_final"), "needs a final LayerNorm"),
         (_encoder_variant(kind="plain_list"), "nn.ModuleList"),
         (_encoder_variant(kind="post_layers"), "norm_first"),
+        (_encoder_variant(kind="own_layers"), "tl.EncoderLayer"),
         (_encoder_variant(_no_mask), "padding mask"),
         (_encoder_variant(_not_chained), "previous layer's output"),
         (_encoder_variant(_final_every_layer), "after every layer"),

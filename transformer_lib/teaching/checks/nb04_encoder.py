@@ -214,7 +214,7 @@ def _conv_feed_forward(student: nn.Module, d_model: int, d_ff: int) -> Positionw
                 "`kernel_size=1`, one position at a time (the paper: 'two convolutions with "
                 "kernel size 1')."
             )
-        if conv.padding not in ((0,), "valid") or conv.groups != 1:
+        if conv.padding not in ((0,), "valid", "same") or conv.groups != 1:
             raise Failure(
                 f"`{name}` has padding={conv.padding} and groups={conv.groups}: a kernel of size "
                 "1 needs no padding (it would add positions), and groups would cut the channels "
@@ -271,7 +271,11 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
         )
     if len(layers) != num_layers or not all(isinstance(la, EncoderLayer) for la in layers):
         found = [type(la).__name__ for la in layers]
-        raise Failure(f"expected {num_layers} tl.EncoderLayer in `self.layers`, found {found}.")
+        raise Failure(
+            f"expected {num_layers} tl.EncoderLayer in `self.layers`, found {found}. Hint: "
+            "`tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)`: the "
+            "check reads the layers' weights by its names."
+        )
     seen: dict[int, int] = {}
     for i, layer in enumerate(layers):
         for tensor in (layer, *layer.parameters()):
@@ -295,9 +299,10 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
     has_final = isinstance(final, nn.Module) and any(True for _ in final.parameters())
     if norm_first and not has_final:
         raise Failure(
-            "a pre-LN stack needs a final LayerNorm, `self.final_norm = nn.LayerNorm(d_model)`, "
-            "applied once after the last layer: in pre-LN each sublayer only adds to the "
-            "residual stream, which no layer normalises (section 3)."
+            "a pre-LN stack needs a final LayerNorm, `self.final_norm = nn.LayerNorm(d_model)` "
+            "(this check reads it by that name), applied once after the last layer: in pre-LN "
+            "each sublayer only adds to the residual stream, which no layer normalises (section "
+            "3)."
         )
     if not norm_first and has_final:
         raise Failure(
