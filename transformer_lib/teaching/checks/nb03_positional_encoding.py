@@ -167,7 +167,7 @@ def check_positional_encoding(encoding) -> CheckResult:
 
 def check_sinusoidal_halves(encoding) -> CheckResult:
     """Check ``encoding(d_model, max_len) -> (max_len, d_model)``: the sinusoidal table in the
-    "halves" layout (tensor2tensor, fairseq, MarianMT): ``ceil(d_model / 2)`` sines, ``sin(pos *
+    "halves" layout (MarianMT's): ``ceil(d_model / 2)`` sines, ``sin(pos *
     w_i)`` for i = 0, 1, ..., then ``floor(d_model / 2)`` cosines, ``cos(pos * w_i)``, with the
     paper's ``w_i = 10000^(-2i/d_model)``; odd widths too. Returns a CheckResult: truthy when it
     passed; it prints as one friendly paragraph."""
