@@ -440,7 +440,7 @@ def draw_split_combine(num_tokens: int = 4, d_model: int = 8, num_heads: int = 2
     titles = [
         f"x: (T, d_model) = ({num_tokens}, {d_model})",
         f".view: (T, h, d_k) = ({num_tokens}, {num_heads}, {d_k})",
-        f".transpose(1, 2):\n(h, T, d_k) = ({num_heads}, {num_tokens}, {d_k})",
+        f".transpose(0, 1):\n(h, T, d_k) = ({num_heads}, {num_tokens}, {d_k})",
     ]
     for ax, width, title in zip(axes, (d_model, grouped_width, d_k + 2.5), titles, strict=True):
         ax.set_xlim(-1.2, width + 0.2)

@@ -1,4 +1,5 @@
-"""Notebook 02 · multi-head attention: split and combine heads, and the whole module."""
+"""Notebook 02 · multi-head attention: split heads, split a fused per-head QKV projection, and the
+whole module."""
 
 import math
 
@@ -14,11 +15,15 @@ def my_split_heads(x, num_heads):
     return torch.stack([x[..., i * d : (i + 1) * d] for i in range(num_heads)], dim=1)
 
 
-def my_combine_heads(x):
-    """``(B, h, T, d) -> (B, T, h * d)``: transpose back first, so each token keeps its own
-    features."""
-    batch, heads, length, width = x.shape
-    return x.transpose(1, 2).reshape(batch, length, heads * width)  # (B, T, h * d)
+def my_split_fused_qkv(qkv, num_heads):
+    """``(B, T, 3 * h * d_k) -> (q, k, v)``, each ``(B, h, T, d_k)``, for GPT-NeoX's layout: per
+    token, h blocks of 3 * d_k features, head i's query, key and value. So the features are ``(h, 3,
+    d_k)``, head slowest; section 4's ``chunk(3)`` assumes ``(3, h, d_k)`` and would mix heads."""
+    batch, length, width = qkv.shape
+    d_k = width // (3 * num_heads)
+    per_head = qkv.view(batch, length, num_heads, 3, d_k)  # (B, T, h, 3, d_k)
+    per_head = per_head.permute(3, 0, 2, 1, 4)  # (3, B, h, T, d_k)
+    return per_head[0], per_head[1], per_head[2]  # q, k, v: (B, h, T, d_k) each
 
 
 class MyMultiHeadAttention(nn.Module):
@@ -39,7 +44,10 @@ class MyMultiHeadAttention(nn.Module):
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, T_q, T_k)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        return self.w_o(my_combine_heads(scores.softmax(dim=-1) @ v))  # (B, T_q, d_model)
+        heads = scores.softmax(dim=-1) @ v  # (B, h, T_q, d_k)
+        batch, _, length, _ = heads.shape
+        # (B, T_q, d_model): transpose back before merging, so each token keeps its own features
+        return self.w_o(heads.transpose(1, 2).reshape(batch, length, -1))
 
 
 ANSWERS = {
@@ -68,6 +76,9 @@ class _OneMaskForTheBatch(MyMultiHeadAttention):
 
 WRONG_ANSWERS = {
     "my_split_heads": (lambda x, h: x.reshape(x.size(0), h, x.size(1), -1), "scrambled"),
-    "my_combine_heads": (lambda x: x.reshape(x.size(0), x.size(2), -1), "transpose back"),
+    "my_split_fused_qkv": (
+        lambda qkv, h: tuple(my_split_heads(t, h) for t in qkv.chunk(3, dim=-1)),
+        "section 4's layout",
+    ),
     "MyMultiHeadAttention": (_OneMaskForTheBatch, "first sequence's mask"),
 }

@@ -1,4 +1,5 @@
-"""Notebook 03 · positional encoding: the sinusoidal table, and the module that adds it."""
+"""Notebook 03 · positional encoding: the sinusoidal table in the halves layout, and the module
+that adds the table."""
 
 import math
 
@@ -8,17 +9,16 @@ from torch import nn
 import transformer_lib as tl
 
 
-def my_sinusoidal_encoding(d_model, max_len):
-    """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] =
-    cos(...)``."""
+def my_sinusoidal_halves(d_model, max_len):
+    """``(max_len, d_model)`` in the halves layout: the ``ceil(d_model / 2)`` sines ``sin(pos *
+    w_i)``, then the ``floor(d_model / 2)`` cosines ``cos(pos * w_i)``, with ``w_i =
+    10000^(-2i/d_model)``. The interleaved table holds the sines in its even columns and the
+    cosines in its odd ones (one more even column when d_model is odd), so the halves table is
+    those columns, evens first."""
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
-    frequency = torch.exp(
-        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
-    )
-    table = torch.zeros(max_len, d_model)
-    table[:, 0::2] = torch.sin(position * frequency)
-    table[:, 1::2] = torch.cos(position * frequency)[:, : d_model // 2]
-    return table
+    exponent = torch.arange(0, d_model, 2, dtype=torch.float32) / d_model  # 2i / d_model
+    angles = position * torch.exp(-exponent * math.log(10000.0))  # (max_len, ceil(d_model / 2))
+    return torch.cat([angles.sin(), angles.cos()[:, : d_model // 2]], dim=-1)  # (max_len, d_model)
 
 
 class MyPositionalEncoding(nn.Module):
@@ -28,7 +28,7 @@ class MyPositionalEncoding(nn.Module):
     def __init__(self, d_model, max_len):
         super().__init__()
         # (1, max_len, d_model)
-        self.register_buffer("pe", my_sinusoidal_encoding(d_model, max_len)[None])
+        self.register_buffer("pe", tl.sinusoidal_encoding(d_model, max_len)[None])
 
     def forward(self, x):
         return x + self.pe[:, : x.size(1)]  # (B, T, d_model)
@@ -63,9 +63,9 @@ class _TableAsParameter(nn.Module):
 
 
 WRONG_ANSWERS = {
-    "my_sinusoidal_encoding": (
-        lambda d, n: tl.sinusoidal_encoding(d_model=n, max_len=d),
-        "swapped the arguments",
+    "my_sinusoidal_halves": (
+        lambda d, n: tl.sinusoidal_encoding(d_model=d, max_len=n),
+        "interleaved layout",
     ),
     "MyPositionalEncoding": (_TableAsParameter, "register_buffer"),
 }

@@ -1,4 +1,5 @@
-"""Notebook 04 · the encoder: LayerNorm, the feed-forward network and the encoder layer."""
+"""Notebook 04 · the encoder: the feed-forward network as convolutions, the encoder layer, the
+stack."""
 
 import torch
 from torch import nn
@@ -6,32 +7,20 @@ from torch import nn
 import transformer_lib as tl
 
 
-class MyLayerNorm(nn.Module):
-    """Normalise each token over its features (biased variance, like nn.LayerNorm), then scale and
-    shift."""
-
-    def __init__(self, d_model, eps=1e-5):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(d_model))  # gain
-        self.bias = nn.Parameter(torch.zeros(d_model))  # shift
-
-    def forward(self, x):
-        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1)
-        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
-
-
-class MyFeedForward(nn.Module):
-    """``linear2(relu(linear1(x)))`` at every position."""
+class MyConvFeedForward(nn.Module):
+    """The position-wise feed-forward network as the paper's "two convolutions with kernel size 1":
+    a kernel of size 1 sees one position at a time, so it is an nn.Linear applied at every
+    position. nn.Conv1d reads (B, channels, T), so the features go to axis 1 and back."""
 
     def __init__(self, d_model, d_ff):
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.conv1 = nn.Conv1d(d_model, d_ff, kernel_size=1)
+        self.conv2 = nn.Conv1d(d_ff, d_model, kernel_size=1)
 
     def forward(self, x):
-        return self.linear2(torch.relu(self.linear1(x)))  # (B, T, d_model)
+        y = x.transpose(1, 2)  # (B, d_model, T): channels first, as Conv1d wants
+        y = self.conv2(torch.relu(self.conv1(y)))  # (B, d_model, T)
+        return y.transpose(1, 2)  # (B, T, d_model)
 
 
 class MyEncoderLayer(nn.Module):
@@ -42,8 +31,8 @@ class MyEncoderLayer(nn.Module):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = tl.MultiHeadAttention(d_model, num_heads)
-        self.feed_forward = MyFeedForward(d_model, d_ff)
-        self.norm1, self.norm2 = MyLayerNorm(d_model), MyLayerNorm(d_model)
+        self.feed_forward = tl.PositionwiseFeedForward(d_model, d_ff)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
 
     def forward(self, x, mask=None):
         def attend(y):
@@ -54,6 +43,24 @@ class MyEncoderLayer(nn.Module):
             return x + self.feed_forward(self.norm2(x))
         x = self.norm1(x + attend(x))  # norm(x + f(x))
         return self.norm2(x + self.feed_forward(x))  # (B, T, d_model)
+
+
+class MyEncoder(nn.Module):
+    """N encoder layers in a chain, each its own object with its own weights; pre-LN adds one
+    LayerNorm after the last layer, because its residual stream is never normalised otherwise."""
+
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+            for _ in range(num_layers)
+        )
+        self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)  # (B, T, d_model)
+        return self.final_norm(x)
 
 
 ANSWERS = {
@@ -75,16 +82,9 @@ ANSWERS = {
 
 # A typical wrong answer to each exercise, and words that the hint its check gives must contain
 # (tests/test_solutions.py feeds each to the check).
-class _UnbiasedVariance(MyLayerNorm):
-    def forward(self, x):  # var() divides by d_model - 1 by default
-        return (x - x.mean(-1, keepdim=True)) / (
-            x.var(-1, keepdim=True) + self.eps
-        ).sqrt() * self.weight + self.bias
-
-
-class _NoRelu(MyFeedForward):
-    def forward(self, x):
-        return self.linear2(self.linear1(x))
+class _NoTransposeBack(MyConvFeedForward):
+    def forward(self, x):  # stays in Conv1d's (B, d_model, T)
+        return self.conv2(torch.relu(self.conv1(x.transpose(1, 2))))
 
 
 class _PostLNAlways(nn.Module):  # norm_first ignored: always post-LN
@@ -98,8 +98,15 @@ class _PostLNAlways(nn.Module):  # norm_first ignored: always post-LN
         return self.layer(x, mask)
 
 
+class _OneLayerRepeated(MyEncoder):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__(num_layers, d_model, num_heads, d_ff, norm_first)
+        layer = tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+        self.layers = nn.ModuleList([layer] * num_layers)  # one object, N times
+
+
 WRONG_ANSWERS = {
-    "MyLayerNorm": (_UnbiasedVariance, "unbiased variance"),
-    "MyFeedForward": (_NoRelu, "without the ReLU"),
+    "MyConvFeedForward": (_NoTransposeBack, "transpose"),
     "MyEncoderLayer": (_PostLNAlways, "post-LN and pre-LN are swapped"),
+    "MyEncoder": (_OneLayerRepeated, "one layer object"),
 }

@@ -1,4 +1,4 @@
-"""Notebook 05 · the decoder: the decoder layer, and cross-attention."""
+"""Notebook 05 · the decoder: the decoder layer, and the model's parameters counted by hand."""
 
 from torch import nn
 
@@ -21,7 +21,8 @@ class MyDecoderLayer(nn.Module):
         sublayers = [
             # causal (and padding) mask
             (self.norm1, lambda y: self.self_attn(y, y, y, tgt_mask)[0]),
-            (self.norm2, lambda y: my_cross_attention(self.cross_attn, y, memory, memory_mask)),
+            # queries from the decoder, keys and values from the memory, as it comes
+            (self.norm2, lambda y: self.cross_attn(y, memory, memory, memory_mask)[0]),
             (self.norm3, self.feed_forward),
         ]
         for norm, sublayer in sublayers:
@@ -30,10 +31,21 @@ class MyDecoderLayer(nn.Module):
         return x
 
 
-def my_cross_attention(attn, x, memory, memory_mask):
-    """Queries from the decoder ``x (B, T_tgt, d)``; keys and values from the encoder's
-    ``memory (B, T_src, d)``; ``memory_mask (B, 1, 1, T_src)`` hides the source's padding."""
-    return attn(x, memory, memory, memory_mask)[0]  # (B, T_tgt, d_model)
+def my_count_parameters(config):
+    """``tl.Transformer(config)``'s parameters, by hand. Per layer: attention 4 (d^2 + d) (four
+    projections with biases; heads add nothing), feed-forward 2 d d_ff + d_ff + d, LayerNorm 2 d;
+    the encoder layer has one attention and two norms, the decoder layer two attentions and three
+    norms; pre-LN adds a final norm to each stack. Shared embeddings are one V x d matrix, counted
+    once; untied, the source embedding, the target embedding and the output projection (no bias)
+    each count. The sinusoidal table is a buffer, not a parameter."""
+    d, d_ff, n = config.d_model, config.d_ff, config.num_layers
+    attention, ffn, norm = 4 * (d * d + d), 2 * d * d_ff + d_ff + d, 2 * d
+    stacks = n * (attention + ffn + 2 * norm) + n * (2 * attention + ffn + 3 * norm)
+    if config.norm_first:
+        stacks += 2 * norm
+    if config.share_embeddings:
+        return stacks + config.src_vocab_size * d
+    return stacks + config.src_vocab_size * d + 2 * config.tgt_vocab_size * d
 
 
 ANSWERS = {
@@ -66,8 +78,8 @@ class _NoMemoryMask(nn.Module):
 
 WRONG_ANSWERS = {
     "MyDecoderLayer": (_NoMemoryMask, "ignored memory_mask"),
-    "my_cross_attention": (
-        lambda attn, x, memory, mask: attn(memory, x, x, mask)[0],
-        "queries come from",
+    "my_count_parameters": (
+        lambda config: my_count_parameters(config.replace(norm_first=False)),
+        "final LayerNorm",
     ),
 }

@@ -80,6 +80,14 @@ ATTENTION_BUGS = [
         "heads and queries.",
         {"keep": lambda m: m[:1].expand_as(m)},
     ),
+    (
+        "a query that may see no key got equal weights on every key (1/T_k each) and the mean of "
+        "the values, not zeros: that is what `scores.masked_fill(mask == 0, -1e9)` does (the "
+        "Annotated Transformer's code), since softmax of a row of equal -1e9 scores is uniform. In "
+        "this course such a row gets zero weights and a zero output. Hint: after the softmax, "
+        "`weights = weights.masked_fill(~mask, 0.0)`.",
+        {"fill": -1e9, "nan_rows": True},
+    ),
 ]
 
 

@@ -15,11 +15,26 @@ import torch
 from ... import combine_heads, split_heads
 from ..checks import inputs as draw
 from ..checks import references, variants
-from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes, output_and_weights
+from .engine import (
+    Case,
+    CheckResult,
+    Entry,
+    Failure,
+    Mistake,
+    describe,
+    judge,
+    knob_mistakes,
+    output_and_weights,
+)
 from .nb01_attention import ATTENTION_BUGS
 from .registry import Exercise, Question
 
-__all__ = ["check_split_heads", "check_combine_heads", "check_multi_head_attention"]
+__all__ = [
+    "check_split_heads",
+    "check_combine_heads",
+    "check_split_fused_qkv",
+    "check_multi_head_attention",
+]
 
 
 def _output_and_weights(result, case=None) -> dict:
@@ -77,6 +92,82 @@ COMBINE_HEADS = Entry(
 )
 
 
+def _fused_qkv(qkv, num_heads, *, order=("head", "qkv", "feature"), transpose=True):
+    """Split a fused projection's output ``(B, T, 3 * h * d_k)`` into ``(q, k, v)``, each ``(B, h,
+    T, d_k)``. ``order``: how each token's features are laid out, slowest axis first; GPT-NeoX's
+    ``query_key_value`` layer (the default): per head, that head's query, key and value, ``(h, 3,
+    d_k)``. ``("qkv", "head", "feature")`` is section 4's layout, ``[Q | K | V]``;
+    ``transpose=False`` forgets to move the heads before T (the mistakes' knobs)."""
+    batch, length, width = qkv.shape
+    sizes = {"head": num_heads, "qkv": 3, "feature": width // (3 * num_heads)}
+    parts = qkv.reshape(batch, length, *(sizes[a] for a in order))  # (B, T, ...)
+    axes = [2 + order.index(a) for a in ("qkv", "head", "feature")]
+    parts = parts.permute(0, 1, *axes)  # (B, T, 3, h, d_k)
+    parts = parts.permute(2, 0, 3, 1, 4) if transpose else parts.permute(2, 0, 1, 3, 4)
+    return tuple(parts.unbind(0))  # 3 x (B, h, T, d_k), or (B, T, h, d_k) without the transpose
+
+
+def _three_tensors(result, case=None) -> dict:
+    """``(q, k, v)`` as a tuple or list, or one tensor with a leading axis of 3."""
+    if isinstance(result, torch.Tensor) and result.dim() == 5 and result.size(0) == 3:
+        result = tuple(result.unbind(0))
+    if not (isinstance(result, tuple | list) and len(result) == 3):
+        raise Failure(
+            f"expected the three tensors `(q, k, v)`, each (B, h, T, d_k), got {describe(result)}."
+        )
+    return dict(zip(("q", "k", "v"), result, strict=True))
+
+
+def _fused_qkv_cases() -> list[Case]:
+    """Features numbered 0, 1, 2, ... (one in the wrong place shows), h = 2, 3 and 4 with d_k
+    different from h, T different from h (a missing transpose changes the shape)."""
+    cases = []
+    for i, (batch, length, heads, d_k) in enumerate([(2, 3, 2, 4), (1, 5, 3, 2), (2, 6, 4, 3)]):
+        x = torch.arange(batch * length * 3 * heads * d_k, dtype=torch.float32)
+        x = x.view(batch, length, 3 * heads * d_k).requires_grad_(i == 0)  # (B, T, 3 * h * d_k)
+        about = f"for qkv {tuple(x.shape)}, num_heads={heads} (d_k={d_k})"
+        cases.append(Case((x, heads), about, inputs={"qkv": x} if i == 0 else {}))
+    return cases
+
+
+SPLIT_FUSED_QKV = Entry(
+    "check_split_fused_qkv",
+    "your split",
+    _fused_qkv,
+    _fused_qkv_cases,
+    [
+        Mistake(
+            "this is section 4's layout, every query, then every key, then every value ([Q | K | "
+            "V], `chunk(3, dim=-1)`); this fused layer puts each head's query, key and value side "
+            "by side: head 0's [q | k | v], then head 1's. Hint: cut each token's features into h "
+            "blocks of 3 * d_k first, then each block into q, k, v.",
+            partial(_fused_qkv, order=("qkv", "head", "feature")),
+        ),
+        Mistake(
+            "you took q, k and v feature by feature (q, k, v, q, k, v, ...) inside each head; each "
+            "head's block is d_k query features, then d_k key features, then d_k value features. "
+            "Hint: view a head's block as (3, d_k), not (d_k, 3).",
+            partial(_fused_qkv, order=("head", "feature", "qkv")),
+        ),
+        Mistake(
+            "the values are right but the heads axis must come before T: you returned (B, T, h, "
+            "d_k). Hint: move the heads axis to position 1, `.transpose(1, 2)` or `.permute`.",
+            partial(_fused_qkv, transpose=False),
+        ),
+        Mistake(
+            "q and k are swapped: in each head's block the query comes first, then the key, then "
+            "the value.",
+            lambda x, h: (lambda q, k, v: (k, q, v))(*_fused_qkv(x, h)),
+        ),
+    ],
+    "Hint: per token, features i * 3 * d_k ... (i + 1) * 3 * d_k - 1 belong to head i: its query "
+    "(d_k features), then its key, then its value.",
+    "takes each head's query, key and value from that head's own block of 3 * d_k features, the "
+    "GPT-NeoX layout.",
+    pick=_three_tensors,
+)
+
+
 MULTI_HEAD_ATTENTION = Entry(
     "check_multi_head_attention",
     "your module",
@@ -129,7 +220,7 @@ MULTI_HEAD_ATTENTION = Entry(
     pick=_output_and_weights,
 )
 
-ENTRIES = (SPLIT_HEADS, COMBINE_HEADS, MULTI_HEAD_ATTENTION)
+ENTRIES = (SPLIT_HEADS, COMBINE_HEADS, SPLIT_FUSED_QKV, MULTI_HEAD_ATTENTION)
 
 
 # --- the checks the notebooks call ----------------------------------------------------------------
@@ -147,6 +238,15 @@ def check_combine_heads(combine: Callable) -> CheckResult:
     return judge(COMBINE_HEADS, combine)
 
 
+def check_split_fused_qkv(split: Callable) -> CheckResult:
+    """Check ``split(qkv (B, T, 3 * h * d_k), num_heads) -> (q, k, v)``, each ``(B, h, T, d_k)``,
+    for a fused projection laid out as GPT-NeoX's ``query_key_value``: per token, h blocks of 3 *
+    d_k features, head i's query, key and value. ``(q, k, v)`` may be a tuple, a list or one tensor
+    ``(3, B, h, T, d_k)``. Returns a CheckResult: truthy when it passed; it prints as one friendly
+    paragraph."""
+    return judge(SPLIT_FUSED_QKV, split)
+
+
 def check_multi_head_attention(module_class: type) -> CheckResult:
     """Check the class ``MyMHA(d_model, num_heads)``, with projections ``w_q, w_k, w_v, w_o``
     (biases optional) and ``forward(query, key, value, mask=None)`` returning the output or
@@ -161,7 +261,13 @@ def check_multi_head_attention(module_class: type) -> CheckResult:
 
 EXERCISES = [
     Exercise("02", "1", "my_split_heads", "(B, T, h*d) -> (B, h, T, d)", "check_split_heads"),
-    Exercise("02", "2", "my_combine_heads", "(B, h, T, d) -> (B, T, h*d)", "check_combine_heads"),
+    Exercise(
+        "02",
+        "2",
+        "my_split_fused_qkv",
+        "q, k, v from a fused projection laid out per head (GPT-NeoX)",
+        "check_split_fused_qkv",
+    ),
     Exercise(
         "02",
         "3",

@@ -9,13 +9,21 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
+from ... import Encoder, EncoderLayer, PositionwiseFeedForward
 from ..checks import inputs as draw
 from ..checks import references, variants
-from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes
+from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, knob_mistakes
 from .registry import Exercise, Question
 
-__all__ = ["check_layer_norm", "check_feed_forward", "check_encoder_layer"]
+__all__ = [
+    "check_layer_norm",
+    "check_feed_forward",
+    "check_conv_feed_forward",
+    "check_encoder_layer",
+    "check_encoder",
+]
 
 
 LAYER_BUGS = [  # (hint, the knobs of variants.encoder_layer / variants.decoder_layer)
@@ -87,6 +95,12 @@ LAYER_NORM = Entry(
             "a near-constant one by almost 0. Hint: `torch.sqrt(var + self.eps)` with eps = "
             "1e-5, inside the square root.",
             lambda ref, x: _normalised(x, 0.0) * ref.weight + ref.bias,
+        ),
+        Mistake(
+            "you used eps = 1e-6 (the Annotated Transformer's value); nn.LayerNorm and this "
+            "course use 1e-5, and a near-constant token shows the difference. Hint: `self.eps = "
+            "1e-5`, inside the square root.",
+            lambda ref, x: _normalised(x, 1e-6) * ref.weight + ref.bias,
         ),
         Mistake(
             "eps was added outside the square root, `/ (std + eps)`; nn.LayerNorm adds it to the "
@@ -175,7 +189,214 @@ ENCODER_LAYER = Entry(
     builds=True,
 )
 
-ENTRIES = (LAYER_NORM, FEED_FORWARD, ENCODER_LAYER)
+
+def _conv_feed_forward(student: nn.Module, d_model: int, d_ff: int) -> PositionwiseFeedForward:
+    """The library's feed-forward network holding the weights of the student's ``conv1`` and
+    ``conv2`` (nn.Conv1d, kernel size 1), after checking their structure; a missing bias counts as
+    zeros."""
+    reference = PositionwiseFeedForward(d_model, d_ff)
+    for name, linear in (("conv1", reference.linear1), ("conv2", reference.linear2)):
+        conv, want = getattr(student, name, None), (linear.out_features, linear.in_features)
+        if not isinstance(conv, nn.Conv1d):
+            raise Failure(
+                f"this check reads `{name}`, an nn.Conv1d({want[1]}, {want[0]}, ...); found "
+                f"{describe(conv)}."
+            )
+        if (conv.out_channels, conv.in_channels) != want:
+            raise Failure(
+                f"`{name}` maps {conv.in_channels} -> {conv.out_channels} channels; the "
+                f"feed-forward's {name} maps {want[1]} -> {want[0]} (d_model -> d_ff -> d_model)."
+            )
+        if conv.kernel_size != (1,):
+            raise Failure(
+                f"`{name}` has kernel_size={conv.kernel_size[0]}: each output position would mix "
+                "its neighbours, so the network is no longer position-wise. Hint: "
+                "`kernel_size=1`, one position at a time (the paper: 'two convolutions with "
+                "kernel size 1')."
+            )
+        if conv.padding not in ((0,), "valid", "same") or conv.groups != 1:
+            raise Failure(
+                f"`{name}` has padding={conv.padding} and groups={conv.groups}: a kernel of size "
+                "1 needs no padding (it would add positions), and groups would cut the channels "
+                "apart. Hint: `nn.Conv1d(in_channels, out_channels, kernel_size=1)`."
+            )
+        with torch.no_grad():
+            linear.weight.copy_(conv.weight[..., 0])  # (out, in, 1) -> (out, in)
+            bias = conv.bias if conv.bias is not None else torch.zeros(want[0])
+            linear.bias.copy_(bias)
+    return reference
+
+
+CONV_FEED_FORWARD = Entry(
+    "check_conv_feed_forward",
+    "your feed-forward",
+    _conv_feed_forward,
+    partial(draw.floats, [(2, 5, 8), (3, 11, 8)], ((8, 32), {})),
+    [
+        Mistake(
+            "the output is (B, d_model, T), the layout nn.Conv1d works in. Hint: Conv1d reads and "
+            "writes (B, channels, T): transpose the input to it and the output back, "
+            "`.transpose(1, 2)`.",
+            lambda ref, x: ref(x).transpose(1, 2),
+        ),
+        Mistake(
+            "without the ReLU, two linear maps (kernel-size-1 convolutions are linear maps) are "
+            "just one. Hint: `torch.relu` between conv1 and conv2.",
+            lambda ref, x: ref.linear2(ref.linear1(x)),
+        ),
+        Mistake(
+            "a ReLU was applied to the output too: the network ends with the second linear map, "
+            "`conv2(relu(conv1(x)))`, so its outputs can be negative.",
+            lambda ref, x: torch.relu(ref(x)),
+        ),
+    ],
+    "Hint: conv2(relu(conv1(x))), with x in nn.Conv1d's layout (B, d_model, T) and the result "
+    "back in (B, T, d_model).",
+    "two kernel-size-1 convolutions around a ReLU compute the position-wise feed-forward network "
+    "(the same weights as two nn.Linear); gradients match.",
+    builds=True,
+)
+
+
+def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_first=False):
+    """``tl.Encoder`` holding the student's weights, after checking the stack's structure: N
+    distinct ``tl.EncoderLayer`` in ``self.layers`` (an nn.ModuleList), built with the stack's
+    ``norm_first``, and a LayerNorm ``final_norm`` in pre-LN only."""
+    layers = getattr(student, "layers", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise Failure(
+            f"this check reads the layers from `self.layers`, an nn.ModuleList; found "
+            f"{describe(layers)}. A plain Python list hides its layers from `.parameters()`, "
+            "so the optimizer would never train them. Hint: `self.layers = nn.ModuleList(...)`."
+        )
+    if len(layers) != num_layers or not all(isinstance(la, EncoderLayer) for la in layers):
+        found = [type(la).__name__ for la in layers]
+        raise Failure(
+            f"expected {num_layers} tl.EncoderLayer in `self.layers`, found {found}. Hint: "
+            "`tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)`: the "
+            "check reads the layers' weights by its names."
+        )
+    seen: dict[int, int] = {}
+    for i, layer in enumerate(layers):
+        for tensor in (layer, *layer.parameters()):
+            if seen.get(id(tensor), i) != i:
+                raise Failure(
+                    f"layers {seen[id(tensor)]} and {i} are one layer object (or share weights): "
+                    "`[layer] * N` repeats one object N times, so the stack has one layer's "
+                    "weights, applied N times, and training updates that one set. Hint: build a "
+                    "new layer in each step, `nn.ModuleList(tl.EncoderLayer(...) for _ in "
+                    "range(num_layers))`."
+                )
+            seen[id(tensor)] = i
+    wrong = [i for i, la in enumerate(layers) if la.residual_attn.norm_first != norm_first]
+    if wrong:
+        raise Failure(
+            f"the stack was built with norm_first={norm_first}, but layers {wrong} were built "
+            f"with norm_first={not norm_first}. Hint: pass it on, `tl.EncoderLayer(d_model, "
+            "num_heads, d_ff, dropout=0.0, norm_first=norm_first)`."
+        )
+    final = getattr(student, "final_norm", None)
+    has_final = isinstance(final, nn.Module) and any(True for _ in final.parameters())
+    if norm_first and not has_final:
+        raise Failure(
+            "a pre-LN stack needs a final LayerNorm, `self.final_norm = nn.LayerNorm(d_model)` "
+            "(this check reads it by that name), applied once after the last layer: in pre-LN "
+            "each sublayer only adds to the residual stream, which no layer normalises (section "
+            "3)."
+        )
+    if not norm_first and has_final:
+        raise Failure(
+            "this post-LN stack has a final LayerNorm with weights: every post-LN layer already "
+            "ends with a LayerNorm, so tl.Encoder, like the paper, has none. Hint: build it only "
+            "when norm_first is True (`nn.Identity()` otherwise)."
+        )
+    reference = Encoder(num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
+    with torch.no_grad():
+        for mine, theirs in zip(reference.layers, layers, strict=True):
+            mine.load_state_dict(theirs.state_dict())
+    if norm_first:
+        references.copy_weight(reference.final_norm, student, "final_norm")
+    return reference
+
+
+def _encoder_cases() -> list[Case]:
+    """Post-LN and pre-LN stacks of 2 layers (16, 4, 32) and 3 layers (24, 3, 40), padding that
+    differs per sequence."""
+    gen, cases = torch.Generator().manual_seed(0), []
+    lengths = torch.tensor([5, 3, 1])
+    padding = (torch.arange(5) < lengths[:, None]).view(3, 1, 1, 5)  # (B, 1, 1, T)
+    for norm_first in (False, True):
+        x = torch.randn(3, 5, 16, generator=gen).requires_grad_()  # (B, T, d_model)
+        x24 = torch.randn(3, 5, 24, generator=gen)  # (B, T, d_model)
+        name = f"norm_first={norm_first}"
+        cases += [
+            Case(
+                (x,),
+                f"2 layers, {name}, x (3, 5, 16), no mask",
+                ((2, 16, 4, 32), {"norm_first": norm_first}),
+                {"x": x},
+            ),
+            Case(
+                (x, padding),
+                f"2 layers, {name}, per-sequence padding",
+                ((2, 16, 4, 32), {"norm_first": norm_first}),
+            ),
+            Case(
+                (x24, padding),
+                f"3 layers of (24, 3, 40), {name}, per-sequence padding",
+                ((3, 24, 3, 40), {"norm_first": norm_first}),
+            ),
+        ]
+    return cases
+
+
+def _stack(ref: Encoder, x, mask=None, *, use_mask=True, chain=True, final="after"):
+    """The stack with a knob per typical mistake: ``use_mask=False`` forgets the mask;
+    ``chain=False`` gives every layer the stack's input; ``final``: the final norm "after" the last
+    layer, "never", or after "every" layer."""
+    out = x
+    for layer in ref.layers:
+        out = layer(out if chain else x, mask if use_mask else None)  # (B, T, d_model)
+        out = ref.final_norm(out) if final == "every" else out
+    return ref.final_norm(out) if final == "after" else out
+
+
+ENCODER = Entry(
+    "check_encoder",
+    "your encoder",
+    _encoder,
+    _encoder_cases,
+    [
+        Mistake(
+            "the layers did not get the padding mask, so real tokens attend to <pad>. Hint: pass "
+            "it to every layer, `x = layer(x, mask)`.",
+            partial(_stack, use_mask=False),
+        ),
+        Mistake(
+            "every layer read the stack's input, not the previous layer's output, so only the "
+            "last layer counts. Hint: `x = layer(x, mask)` inside the loop.",
+            partial(_stack, chain=False),
+        ),
+        Mistake(
+            "the final LayerNorm was never applied. Hint: `return self.final_norm(x)` after the "
+            "loop.",
+            partial(_stack, final="never"),
+        ),
+        Mistake(
+            "the final LayerNorm was applied after every layer: it belongs once, after the last "
+            "one (each pre-LN layer normalises its own sublayers' inputs). Hint: move "
+            "`self.final_norm` out of the loop.",
+            partial(_stack, final="every"),
+        ),
+    ],
+    "Hint: `for layer in self.layers: x = layer(x, mask)`, then the final LayerNorm in pre-LN "
+    "only.",
+    "equals tl.Encoder with the same weights: N distinct layers in a chain, the mask reaching "
+    "each, a final LayerNorm in pre-LN only; gradients match.",
+    builds=True,
+)
+
+ENTRIES = (LAYER_NORM, FEED_FORWARD, CONV_FEED_FORWARD, ENCODER_LAYER, ENCODER)
 
 
 # --- the checks the notebooks call ----------------------------------------------------------------
@@ -197,6 +418,24 @@ def check_feed_forward(module_class: type) -> CheckResult:
     return judge(FEED_FORWARD, module_class)
 
 
+def check_conv_feed_forward(module_class: type) -> CheckResult:
+    """Check the class ``MyConvFeedForward(d_model, d_ff)``, the feed-forward network written as
+    two ``nn.Conv1d`` attributes ``conv1 (d_model -> d_ff)`` and ``conv2 (d_ff -> d_model)`` with
+    ``forward(x (B, T, d_model)) -> (B, T, d_model)``, against the library's
+    ``PositionwiseFeedForward`` holding the same weights. Returns a CheckResult: truthy when it
+    passed; it prints as one friendly paragraph."""
+    return judge(CONV_FEED_FORWARD, module_class)
+
+
+def check_encoder(module_class: type) -> CheckResult:
+    """Check the class ``MyEncoder(num_layers, d_model, num_heads, d_ff, norm_first=False)``: its
+    ``layers``, an nn.ModuleList of ``num_layers`` distinct ``tl.EncoderLayer``, and in pre-LN a
+    LayerNorm ``final_norm``; ``forward(x, mask=None)`` against ``tl.Encoder`` holding the same
+    weights, post-LN and pre-LN, with per-sequence padding. Returns a CheckResult: truthy when it
+    passed; it prints as one friendly paragraph."""
+    return judge(ENCODER, module_class)
+
+
 def check_encoder_layer(module_class: type) -> CheckResult:
     """Check the class ``MyEncoderLayer(d_model, num_heads, d_ff, norm_first=False)`` with
     ``forward(x, mask=None)`` against ``tl.EncoderLayer`` holding the same weights (``self_attn``,
@@ -210,12 +449,22 @@ def check_encoder_layer(module_class: type) -> CheckResult:
 # --- the exercises --------------------------------------------------------------------------------
 
 EXERCISES = [
-    Exercise("04", "1", "MyLayerNorm", "LayerNorm from scratch", "check_layer_norm"),
     Exercise(
-        "04", "2", "MyFeedForward", "the position-wise feed-forward network", "check_feed_forward"
+        "04",
+        "1",
+        "MyConvFeedForward",
+        "the feed-forward network as two convolutions: kernel size, axes",
+        "check_conv_feed_forward",
     ),
     Exercise(
-        "04", "3", "MyEncoderLayer", "an encoder layer, post-LN or pre-LN", "check_encoder_layer"
+        "04", "2", "MyEncoderLayer", "an encoder layer, post-LN or pre-LN", "check_encoder_layer"
+    ),
+    Exercise(
+        "04",
+        "3",
+        "MyEncoder",
+        "the stack: distinct layers, the mask, a final norm in pre-LN only",
+        "check_encoder",
     ),
 ]
 

@@ -7,13 +7,25 @@ decoder's own: which mask goes to which attention, and where cross-attention's q
 from collections.abc import Callable
 from functools import partial
 
+import torch
+
+from ... import Transformer, TransformerConfig, count_parameters
 from ..checks import inputs as draw
 from ..checks import references, variants
-from .engine import CheckResult, Entry, Mistake, judge, knob_mistakes, output_and_weights
+from .engine import (
+    Case,
+    CheckResult,
+    Entry,
+    Mistake,
+    judge,
+    knob_mistakes,
+    one_number,
+    output_and_weights,
+)
 from .nb04_encoder import LAYER_BUGS
 from .registry import Exercise, Question
 
-__all__ = ["check_decoder_layer", "check_cross_attention"]
+__all__ = ["check_decoder_layer", "check_cross_attention", "check_transformer_parameter_count"]
 
 
 _DECODER_BUGS = [
@@ -59,6 +71,14 @@ _DECODER_BUGS = [
 ]
 
 
+def _memory_normalised(ref, x, memory, tgt_mask=None, memory_mask=None):
+    """A decoder layer whose cross-attention reads ``norm2(memory)``: in pre-LN the sublayer's
+    LayerNorm was applied to the memory as well as to x."""
+    return variants.decoder_layer(
+        ref, x, ref.residual_cross.norm(memory), tgt_mask, memory_mask
+    )  # (B, T_tgt, d_model)
+
+
 # --- the entries: each check's reference, the inputs it draws, its known mistakes -----------------
 
 DECODER_LAYER = Entry(
@@ -66,7 +86,17 @@ DECODER_LAYER = Entry(
     "your decoder layer",
     references.decoder_layer,
     partial(draw.layers, decoder=True),
-    knob_mistakes(variants.decoder_layer, LAYER_BUGS + _DECODER_BUGS),
+    [
+        *knob_mistakes(variants.decoder_layer, LAYER_BUGS + _DECODER_BUGS),
+        Mistake(
+            "the cross-attention's keys and values came from norm2(memory): in pre-LN the "
+            "sublayer's LayerNorm normalises only the decoder's stream x, "
+            "`x + cross_attn(norm2(x), memory, memory, memory_mask)`; the memory arrives "
+            "normalised already (the encoder's final LayerNorm), and norm2's gain and shift "
+            "belong to x. Hint: pass `memory` as it comes.",
+            _memory_normalised,
+        ),
+    ],
     "Hint: masked self-attention, cross-attention to the memory, feed-forward; each in its "
     "residual sublayer.",
     "equals tl.DecoderLayer with the same weights, post-LN and pre-LN, h = d_k and h != d_k, with "
@@ -106,7 +136,147 @@ CROSS_ATTENTION = Entry(
     pick=output_and_weights,
 )
 
-ENTRIES = (DECODER_LAYER, CROSS_ATTENTION)
+
+def _count(
+    config: TransformerConfig,
+    *,
+    final_norms=True,
+    tied=True,
+    output_bias=False,
+    positions=False,
+    cross=True,
+    decoder_norms=3,
+    biases=True,
+    heads=False,
+    one_vocab=False,
+) -> int:
+    """The encoder-decoder's parameters written out, with a knob per typical mistake:
+    ``final_norms`` counts the pre-LN stacks' final LayerNorms (True: in pre-LN only; "always": in
+    post-LN too); ``tied``: count a shared embedding once (False: once per use, three times);
+    ``output_bias``: an untied output projection with a bias; ``positions``: the sinusoidal table as
+    parameters; ``cross``: the decoder's cross-attention; ``decoder_norms``: LayerNorms per decoder
+    layer; ``biases``: attention and feed-forward biases; ``heads``: attention counted once per
+    head; ``one_vocab``: an untied target side sized by the source vocabulary."""
+    d, f, n = config.d_model, config.d_ff, config.num_layers
+    attention = (4 * d * d + (4 * d if biases else 0)) * (config.num_heads if heads else 1)
+    ffn, norm = 2 * d * f + ((f + d) if biases else 0), 2 * d
+    encoder = n * (attention + ffn + 2 * norm)
+    decoder = n * ((2 if cross else 1) * attention + ffn + decoder_norms * norm)
+    stacks = encoder + decoder
+    if final_norms == "always" or (final_norms and config.norm_first):
+        stacks += 2 * norm
+    source, target = config.src_vocab_size, config.tgt_vocab_size
+    target = source if one_vocab else target
+    if config.share_embeddings:
+        embeddings = source * d * (1 if tied else 3)
+    else:  # source embedding, target embedding, output projection
+        embeddings = source * d + 2 * target * d + (target if output_bias else 0)
+    return stacks + embeddings + (2 * config.max_len * d if positions else 0)
+
+
+def _library_count(config: TransformerConfig) -> int:
+    """``tl.count_parameters`` of the model itself, built on the meta device (shapes only)."""
+    with torch.device("meta"):
+        model = Transformer(config)
+    return count_parameters(model)["total"]
+
+
+def _count_cases() -> list[Case]:
+    """Four configurations: post-LN and pre-LN with one shared vocabulary, untied embeddings with
+    two vocabulary sizes, and the paper's base model."""
+    small = dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, src_vocab_size=1000)
+    configs = [
+        (TransformerConfig(**small, tgt_vocab_size=1000), "post-LN, shared vocabulary of 1000"),
+        (
+            TransformerConfig(**small, tgt_vocab_size=1000, norm_first=True),
+            "pre-LN, shared vocabulary of 1000",
+        ),
+        (
+            TransformerConfig(**small, tgt_vocab_size=700, share_embeddings=False),
+            "post-LN, untied: source vocabulary 1000, target 700",
+        ),
+        (TransformerConfig.paper_base(vocab_size=37000), "the paper's base, vocabulary 37000"),
+    ]
+    return [
+        Case(
+            (config,),
+            f"for {about} (d_model={config.d_model}, d_ff={config.d_ff}, "
+            f"num_layers={config.num_layers}, num_heads={config.num_heads})",
+        )
+        for config, about in configs
+    ]
+
+
+_COUNT_MISTAKES = [
+    (
+        "a pre-LN stack ends with a final LayerNorm (notebook 04, section 3), the encoder's and "
+        "the decoder's: 2 * 2 * d_model parameters you did not count.",
+        {"final_norms": False},
+    ),
+    (
+        "a post-LN stack has no final LayerNorm (each layer already ends with one): count the "
+        "two final norms only when norm_first is True.",
+        {"final_norms": "always"},
+    ),
+    (
+        "with share_embeddings=True the source embedding, the target embedding and the output "
+        "projection are one vocab x d_model matrix: count it once.",
+        {"tied": False},
+    ),
+    (
+        "the sinusoidal table is a buffer, computed, not learned: it is no parameter "
+        "(`count_parameters` lists `positions` with 0).",
+        {"positions": True},
+    ),
+    (
+        "the decoder layers lack their cross-attention: each has two attentions (self and "
+        "cross), three LayerNorms.",
+        {"cross": False},
+    ),
+    (
+        "each decoder layer has three LayerNorms, one per sublayer (self-attention, "
+        "cross-attention, feed-forward), not two.",
+        {"decoder_norms": 2},
+    ),
+    (
+        "the attention and feed-forward biases are missing: the library's projections have "
+        "biases, as PyTorch's do (4 * d_model per attention, d_ff + d_model per feed-forward).",
+        {"biases": False},
+    ),
+    (
+        "you counted the attention once per head: the heads split d_model into h slices of d_k, "
+        "so they add no parameters (4 * (d_model^2 + d_model) whatever h is).",
+        {"heads": True},
+    ),
+    (
+        "the output projection has no bias here (`output_bias=False`, the default): untied, it is "
+        "a tgt_vocab x d_model matrix alone.",
+        {"output_bias": True},
+    ),
+    (
+        "the target side was sized by the source vocabulary: untied, the target embedding and the "
+        "output projection are tgt_vocab_size x d_model each.",
+        {"one_vocab": True},
+    ),
+]
+
+
+TRANSFORMER_PARAMETER_COUNT = Entry(
+    "check_transformer_parameter_count",
+    "your count",
+    _library_count,
+    _count_cases,
+    knob_mistakes(_count, _COUNT_MISTAKES),
+    "Hint: count the pieces tl.count_parameters lists (embeddings, encoder, decoder, output "
+    "projection) and ask, for each option of the config, which of them it changes.",
+    "matches tl.count_parameters for post-LN and pre-LN, shared and untied embeddings, and the "
+    "paper's base model.",
+    pick=one_number("parameter count"),
+    atol=0.5,
+    rtol=0.0,
+)
+
+ENTRIES = (DECODER_LAYER, CROSS_ATTENTION, TRANSFORMER_PARAMETER_COUNT)
 
 
 # --- the checks the notebooks call ----------------------------------------------------------------
@@ -130,6 +300,14 @@ def check_cross_attention(cross_attention: Callable) -> CheckResult:
     return judge(CROSS_ATTENTION, cross_attention)
 
 
+def check_transformer_parameter_count(count: Callable) -> CheckResult:
+    """Check ``count(config) -> int``, the parameters of ``tl.Transformer(config)`` counted by hand,
+    against ``tl.count_parameters``: post-LN and pre-LN, shared and untied embeddings (two
+    vocabulary sizes), the paper's base model. Returns a CheckResult: truthy when it passed; it
+    prints as one friendly paragraph."""
+    return judge(TRANSFORMER_PARAMETER_COUNT, count)
+
+
 # --- the exercises --------------------------------------------------------------------------------
 
 EXERCISES = [
@@ -139,9 +317,9 @@ EXERCISES = [
     Exercise(
         "05",
         "2",
-        "my_cross_attention",
-        "cross-attention: which tensor is the query, which mask goes where",
-        "check_cross_attention",
+        "my_count_parameters",
+        "the model's parameters by hand, for any config: norms, tying, vocabularies",
+        "check_transformer_parameter_count",
     ),
 ]
 

@@ -92,6 +92,13 @@ def multi_head_attention(student: nn.Module, d_model: int, num_heads: int) -> Mu
     """The library's module with the student's weights, after checking the parameter count (biases
     optional)."""
     linears = {n: getattr(student, n, None) for n in _PROJECTIONS}
+    per_head = [n for n, layer in linears.items() if isinstance(layer, nn.ModuleList)]
+    if per_head:
+        raise Failure(
+            f"`{per_head[0]}` is a list of per-head layers (notebook 02's design A); this check "
+            "needs design B, one `nn.Linear(d_model, d_model)` per projection, split into heads "
+            "after the product (section 3 copies design A's weights into it with `torch.cat`)."
+        )
     biased = {
         n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None
     }
@@ -185,8 +192,8 @@ def _layer(
 def layer_norm(student: nn.Module, d_model: int) -> LayerNorm:
     """``tl.LayerNorm(d_model)`` (eps 1e-5) with the student's gain ``weight`` and shift ``bias``,
     both set first to values other than 1 and 0, so that a gain or shift forgotten, applied twice or
-    in the wrong order shows. The exercise names them as nn.LayerNorm does (exercise 3 reads those
-    names): other names fail here, so that the learner hears it at once, not two exercises later."""
+    in the wrong order shows. They carry nn.LayerNorm's names, which the encoder and decoder layers'
+    checks read too: other names fail here, so that the learner hears it at once."""
     found = sum(p.numel() for p in student.parameters())
     if found != 2 * d_model:
         raise Failure(
@@ -201,8 +208,8 @@ def layer_norm(student: nn.Module, d_model: int) -> LayerNorm:
         shapes = ", ".join(f"`{name}` {tuple(p.shape)}" for name, p in named.items())
         raise Failure(
             "this check reads the gain and the shift by nn.LayerNorm's names, `weight` and "
-            f"`bias`, each of shape ({d_model},), as the exercise asks (exercise 3 reads them "
-            f"too); found {shapes}. Hint: `self.weight = nn.Parameter(torch.ones(d_model))`, "
+            f"`bias`, each of shape ({d_model},) (the encoder layer's check reads them too); "
+            f"found {shapes}. Hint: `self.weight = nn.Parameter(torch.ones(d_model))`, "
             "`self.bias = nn.Parameter(torch.zeros(d_model))`."
         )
     if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):
@@ -227,9 +234,11 @@ def positional_encoding(student: nn.Module, d_model: int, max_len: int) -> Posit
         ]
         if params:
             raise Failure(
-                f"the table is an nn.Parameter (`{params[0]}`): the optimizer would "
-                "change it. Hint: `self.register_buffer('pe', table)`: it moves with "
-                "`.to(device)`, nothing trains it."
+                f"the table is an nn.Parameter (`{params[0]}`): trainable, it would be "
+                "learned, not fixed; frozen (requires_grad=False), it still shows up in "
+                "`.parameters()` and in parameter counts, and is handed to the optimizer. Hint: "
+                "`self.register_buffer('pe', table)`: it moves with `.to(device)`, is saved "
+                "in the state_dict, and is no parameter."
             )
         if plain:
             raise Failure(
