@@ -169,7 +169,7 @@ def _merge_step(*, once_per_word=False, tie=lambda p: p, first=False):
         (_merge_step(first=True), "not only the first"),
         (_merge_step(once_per_word=True), "set(zip(...))"),
         (_merge_step(tie=lambda p: p[0] + p[1]), "smallest (left, right)"),
-        # tl.learn_bpe's rule (older symbols first) is not the notebook's: it parts on merged symbols
+        # tl.learn_bpe's rule (older symbols first) is not the notebook's: they part on merged ones
         (_merge_step(tie=lambda p: [(len(s) > 1, s) for s in p]), "smallest (left, right)"),
     ],
 )
