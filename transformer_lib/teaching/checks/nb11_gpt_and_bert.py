@@ -619,8 +619,10 @@ GENERATE = Entry(
     "Hint: each step, `logits = model(tokens[:, -max_len:])[:, -1] / temperature` (B, V), `probs "
     "= logits.softmax(dim=-1)`, `torch.multinomial(probs, 1, generator=generator)` (B, 1), "
     "appended with `torch.cat`.",
-    "each new token is drawn from softmax(logits / temperature) at the last position of the last "
-    "max_len tokens.",
+    "each new token is drawn from softmax(logits / temperature) at the last position, and the text "
+    "grows past max_len with the model never fed more than max_len tokens. (This check's model "
+    "predicts from the last token alone, so it cannot tell which max_len tokens you fed it: make "
+    "sure they are the last ones, `tokens[:, -max_len:]`.)",
     # atol: about 6 standard deviations of one chance (40,000 rows; each previous token's share is
     # above 0.15)
     run=_generate_run,
