@@ -7,14 +7,17 @@ have seen.
 """
 
 import datetime
+import gzip
 import hashlib
+import io
 import itertools
 import random
-import sysconfig
+import tarfile
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -38,6 +41,10 @@ __all__ = [
     "DATE_FORMATS",
     "StringProgramTask",
     "PythonSourceCorpus",
+    "PYTHON_SOURCE_FILE",
+    "PYTHON_SOURCE_SHA256",
+    "shipped_python_source_path",
+    "read_python_source",
 ]
 
 PAD, BOS, EOS, UNK, MASK = "<pad>", "<bos>", "<eos>", "<unk>", "<mask>"
@@ -453,21 +460,74 @@ class StringProgramTask(Seq2SeqTask):
         return self._pair(rng.choice(self.train_programs), self._string(rng, "train"))
 
 
-class PythonSourceCorpus:
-    """Real text that every machine with Python already has: the standard library's own source
-    files.
+# The Python source notebook 11 trains on: a fixed snapshot of CPython 3.11.7's top-level
+# standard-library files, shipped in data_files/python_stdlib/ (its README says how it was made).
+PYTHON_SOURCE_VERSION = "3.11.7"
+PYTHON_SOURCE_FILE = f"python_stdlib_{PYTHON_SOURCE_VERSION}.tar.gz"
+PYTHON_SOURCE_ATTRIBUTION = (
+    f"CPython {PYTHON_SOURCE_VERSION}'s standard library, Copyright (c) 2001-2023 Python Software "
+    "Foundation; All Rights Reserved; PSF License Version 2"
+)
+# the SHA-256 of the uncompressed tar file
+PYTHON_SOURCE_SHA256 = "ff8f02a2005df922b31a62a08f88d0049062b2b97b711cc4435e406d8740e68e"
 
-    The ``*.py`` files at the top of the running interpreter's standard library (found through
-    ``sysconfig``) are read as characters and split into train, validation and test **by file**,
-    never by line: the model is never scored on the rest of a file it trained on (different files
-    may still hold similar code, which a split by file cannot rule out). Which split a file falls in
-    depends only on its name (a hash), so the split is the same on every machine that has the file.
+
+def shipped_python_source_path() -> Path:
+    """Where the package keeps the Python source snapshot (inside the installed package: no
+    network needed)."""
+    return (
+        Path(str(resources.files("transformer_lib").joinpath("data_files", "python_stdlib")))
+        / PYTHON_SOURCE_FILE
+    )
+
+
+def read_python_source() -> dict[str, str]:
+    """The shipped snapshot's files as ``{name: text}``, in name order, checked against
+    :data:`PYTHON_SOURCE_SHA256` so that a damaged or edited copy is reported instead of silently
+    changing the corpus."""
+    path = shipped_python_source_path()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no Python source snapshot at {path} (the package data is missing: reinstall "
+            "transformer_lib, or run tools/make_python_stdlib_snapshot.py)"
+        )
+    try:
+        raw = gzip.decompress(path.read_bytes())
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(
+            f"{path} is not a readable gzip file: {type(exc).__name__}: {exc}"
+        ) from None
+    if hashlib.sha256(raw).hexdigest() != PYTHON_SOURCE_SHA256:
+        raise ValueError(
+            f"{path} does not hold the shipped Python source (its tar file's SHA-256 is "
+            f"{hashlib.sha256(raw).hexdigest()}, expected {PYTHON_SOURCE_SHA256}): restore it, "
+            "or remake it with tools/make_python_stdlib_snapshot.py"
+        )
+    with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+        members = sorted(tar.getmembers(), key=lambda member: member.name)
+        return {m.name: tar.extractfile(m).read().decode("utf-8") for m in members}
+
+
+class PythonSourceCorpus:
+    """Real text, shipped with the package: the source files of Python's standard library.
+
+    The ``*.py`` files at the top of CPython 3.11.7's standard library, a snapshot in
+    ``data_files/python_stdlib/`` (PSF licence; see its README), are read as characters and split
+    into train, validation and test **by file**, never by line: the model is never scored on the
+    rest of a file it trained on (different files may still hold similar code, which a split by
+    file cannot rule out). Which split a file falls in depends only on its name (a hash), and the
+    snapshot is the same whatever Python runs it, so the corpus is the same on every machine.
+    ``root=`` a folder reads that folder's top-level ``*.py`` files instead (your own code, say).
 
     The vocabulary is the characters seen at least ``min_count`` times in the training files, plus
     ``<mask>`` for the masked language model; rarer characters (a few accented letters, symbols)
     become ``<unk>``. Characters keep the vocabulary tiny and every string encodable; subword
     tokenization (BPE, as GPT-2 uses) would make each token carry more text, so a context of ``T``
     tokens would reach further back.
+
+    Attributes: ``source`` (the snapshot file or the folder read), ``files`` (split -> the names
+    of its files, in name order), ``text`` (split -> its files' text, joined by newlines),
+    ``vocab`` and ``mask_id``.
     """
 
     SPLITS = ("train", "valid", "test")
@@ -480,31 +540,37 @@ class PythonSourceCorpus:
         min_chars: int = 100_000,
         seed: int = 0,
     ):
-        self.root = Path(root) if root is not None else Path(sysconfig.get_paths()["stdlib"])
-        if not self.root.is_dir():
-            raise FileNotFoundError(
-                f"no standard-library folder at {self.root}; pass root= a folder of .py files to "
-                "read instead"
-            )
         if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-9:
             raise ValueError(
                 f"fractions must be three positive numbers summing to 1, got {fractions}"
             )
+        if root is None:
+            self.source = shipped_python_source_path()
+            sources = read_python_source()
+        else:
+            self.source = Path(root)
+            if not self.source.is_dir():
+                raise FileNotFoundError(
+                    f"no folder at {self.source}; pass root= a folder of .py files, or leave it "
+                    "out for the shipped Python source"
+                )
+            sources = {
+                path.name: path.read_text(encoding="utf-8", errors="replace")
+                for path in sorted(self.source.glob("*.py"))
+            }
         self.seed = seed
-        files = sorted(self.root.glob("*.py"))
-        self.files: dict[str, list[Path]] = {name: [] for name in self.SPLITS}
-        for path in files:
-            self.files[self._split_of(path.name, fractions)].append(path)
+        self.files: dict[str, list[str]] = {name: [] for name in self.SPLITS}
+        for name in sorted(sources):
+            self.files[self._split_of(name, fractions)].append(name)
         self.text = {
-            name: "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in paths)
-            for name, paths in self.files.items()
+            split: "\n".join(sources[name] for name in names) for split, names in self.files.items()
         }
         for name in self.SPLITS:
             if len(self.text[name]) < min_chars * fractions[self.SPLITS.index(name)]:
                 raise ValueError(
-                    f"{self.root} holds too little Python source: the {name} split has "
+                    f"{self.source} holds too little Python source: the {name} split has "
                     f"{len(self.files[name])} files and {len(self.text[name]):,} characters; "
-                    f"{len(files)} .py files were found, and the corpus needs at least "
+                    f"{len(sources)} .py files were found, and the corpus needs at least "
                     f"{min_chars:,} characters in all"
                 )
         counts: dict[str, int] = {}

@@ -25,6 +25,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -40,7 +42,8 @@ __all__ = [
     "Row",
     "Grid",
     "GRIDS",
-    "PAPER_TABLE3",
+    "PAPER_TABLE3",  # noqa: F822 (read on first use, through the module's __getattr__)
+    "paper_table3",
     "paper_counterpart",
     "COLUMNS",
     "COMMITTED_CSV",
@@ -57,8 +60,12 @@ __all__ = [
 
 # where the command line writes, from the repository's root
 DEFAULT_CSV = Path("results/table3.csv")
-# the committed results of a source checkout
-COMMITTED_CSV = Path(__file__).resolve().parents[2] / DEFAULT_CSV
+# The data of Table 3 that ships with the package (data_files/table3/, its README says what each
+# file is), so notebook 10 and its check work from an installed copy too: the committed results of
+# the CPU grid (a copy of results/table3.csv; tests/test_experiments.py keeps the two identical)
+# and the paper's table.
+_DATA = Path(str(resources.files("transformer_lib").joinpath("data_files", "table3")))
+COMMITTED_CSV = _DATA / "table3.csv"
 
 # The CSV's columns, in order. ``d_k`` is the per-head key width; ``wall_s`` is training plus
 # evaluation, and ``cpu_s`` the CPU time the process spent on it (on a shared machine wall time
@@ -233,9 +240,9 @@ def read_csv(
 # "Attention Is All You Need" (Vaswani, Shazeer, Parmar, Uszkoreit, Jones, Gomez, Kaiser,
 # Polosukhin, 2017), Table 3: variations on the base model, English-to-German newstest2013 (the dev
 # set). Perplexities are per wordpiece. Blank cells of the paper's table are "as the base model"; an
-# empty cell where the paper gives no number. The data lives in results/paper_table3.csv: our row
-# name -> the paper's row, keyed by its columns.
-PAPER_CSV = COMMITTED_CSV.with_name("paper_table3.csv")
+# empty cell where the paper gives no number. The data lives in data_files/table3/paper_table3.csv,
+# read on first use (PAPER_TABLE3): our row name -> the paper's row, keyed by its columns.
+PAPER_CSV = _DATA / "paper_table3.csv"
 _PAPER_TYPES = {
     "N": int,
     "d_model": int,
@@ -250,9 +257,22 @@ _PAPER_TYPES = {
     "BLEU_dev": float,
     "params_M": int,
 }
-PAPER_TABLE3: dict[str, dict] = {
-    row.pop("row"): row for row in read_csv(PAPER_CSV, _PAPER_TYPES, ["row", *_PAPER_TYPES])
-}
+
+
+@cache
+def paper_table3() -> dict[str, dict]:
+    """The paper's Table 3 (:data:`PAPER_CSV`), read once, on first use: our row name -> the
+    paper's row, keyed by its columns. ``experiments.PAPER_TABLE3`` is the same dict."""
+    return {
+        row.pop("row"): row for row in read_csv(PAPER_CSV, _PAPER_TYPES, ["row", *_PAPER_TYPES])
+    }
+
+
+def __getattr__(name: str):
+    # PAPER_TABLE3 is read from its file when first asked for, not when the module is imported
+    if name == "PAPER_TABLE3":
+        return paper_table3()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Which column of the paper's table each change of a row moves.
@@ -281,9 +301,9 @@ def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
         return None
     ((key, value),) = row.changes.items()
     ours = value / ({"d_k": grid.base["d_model"] // grid.base["num_heads"]} | grid.base)[key]
-    column, paper_base = _PAPER_FIELDS[key], PAPER_TABLE3["base"]
+    column, paper_base = _PAPER_FIELDS[key], paper_table3()["base"]
     best, best_distance = None, math.inf
-    for name, paper in PAPER_TABLE3.items():
+    for name, paper in paper_table3().items():
         if name[0] != row.group or paper[column] == paper_base[column]:
             continue
         theirs = paper[column] / paper_base[column]

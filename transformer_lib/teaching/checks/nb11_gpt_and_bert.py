@@ -674,7 +674,8 @@ GENERATE = Entry(
     "= logits.softmax(dim=-1)`, `torch.multinomial(probs, 1, generator=generator)` (B, 1), "
     "appended with `torch.cat`.",
     "each new token is drawn from softmax(logits / temperature) at the last position of the last "
-    "max_len tokens.",
+    "max_len tokens, and the text grows past max_len with the model never fed more than max_len "
+    "tokens.",
     # atol: 4.9 standard deviations of one chance or more (40,000 rows; each window's share is
     # above 0.085); the classic mistakes land 0.067 (sampling the logits) to 0.5 away
     run=_generate_run,
