@@ -17,8 +17,9 @@ top-level statements it needs (helper functions, classes, imports, assignments i
 with :mod:`symtable`. A fresh process (``python -I``, an empty folder, a private copy of this
 package made after the kernel died, no solutions folder, no ``PYTHONPATH``) imports the checks, then
 forks one child per exercise: the child executes only those statements in an empty namespace and
-calls the check from the registry (never a name the student's code can rebind). A notebook 10-style exercise
-that takes a value (``results``) gets it from the check's own default (the committed CSV).
+calls the check from the registry (never a name the student's code can rebind). The one exercise
+whose cell passes the check a value (notebook 10's ``results``) is graded with the check's own
+default for it (the committed ``results/table3.csv``), never the value the kernel computed.
 
 Threat model (the student's notebook is arbitrary code; the teacher runs the grader as themself)
 -----------------------------------------------------------------------------------------------
@@ -285,7 +286,7 @@ def statements(cells: list[str]) -> list[_Statement]:
                 kind = "import"
             elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names = [t for target in targets for t in ast.walk(target)]
+                names = [t for x in targets for t in ast.walk(x) if isinstance(t, ast.expr)]
                 if not all(isinstance(t, ast.Name | ast.Tuple | ast.List) for t in names):
                     continue  # an attribute or item: that changes an object, not a name
                 kind, binds = "assign", {t.id for t in names if isinstance(t, ast.Name)}
@@ -445,7 +446,7 @@ def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
     and ``../checkpoints`` as in the repository); return what went wrong, cell by cell. The kernel
     and its process group are killed at the end."""
     from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
@@ -480,7 +481,7 @@ def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
     spec = {"argv": [sys.executable, "-I", "-c", boot, "-f", "{connection_file}"]}
     spec |= {"display_name": "grader", "language": "python"}
     (specs / "kernel.json").write_text(json.dumps(spec))
-    manager = KernelManager(
+    manager = AsyncKernelManager(  # (a blocking manager would block the timeouts' event loop)
         kernel_name="tl-grade",
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs.parent)]),
         transport="ipc",
@@ -541,8 +542,6 @@ def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
         if group is not None:
             with contextlib.suppress(OSError):
                 os.killpg(group, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            manager.cleanup_resources()
     return problems
 
 
@@ -923,6 +922,102 @@ def summary(reports: list[Report], seconds: float) -> str:
     )
 
 
+# --- GitHub Classroom ----------------------------------------------------------------------------
+
+
+def classroom_tests(known: dict | None = None) -> list[dict]:
+    """GitHub Classroom's autograding tests (``.github/classroom/autograding.json``): for each
+    notebook with exercises, one test that grades the student's copy in ``notebooks/`` (0 points),
+    then one test per exercise (1 point) that passes when the gradebook says so."""
+    known = course_exercises() if known is None else known
+    tests = []
+    for number, exercises in known.items():
+        out = f".grades/{number}"
+        tests.append(
+            {
+                "name": f"notebook {number}: run and grade it",
+                "setup": "make setup TORCH_INDEX=cpu" if not tests else "",
+                "run": f"OMP_NUM_THREADS=1 .venv/bin/python -m transformer_lib.grade "
+                f"notebooks/{number}_*.ipynb --out {out} --no-progress",
+                "input": "",
+                "output": "",
+                "comparison": "included",
+                "timeout": 30,
+                "points": 0,
+            }
+        )
+        tests += [
+            {
+                "name": f"exercise {e.notebook}.{e.number}: {e.name} ({e.check})",
+                "setup": "",
+                "run": f".venv/bin/python -m transformer_lib.grade --out {out} "
+                f"--passed {e.notebook}.{e.number}",
+                "input": "",
+                "output": "",
+                "comparison": "included",
+                "timeout": 1,
+                "points": 1,
+            }
+            for e in exercises
+        ]
+    return tests
+
+
+def classroom_workflow(known: dict | None = None) -> str:
+    """The same tests as a GitHub Actions workflow with Classroom's command grader and reporter
+    (copy it to ``.github/workflows/classroom.yml`` of the assignment's template)."""
+    tests = classroom_tests(known)
+    ids = [re.sub(r"[^a-z0-9]+", "-", t["name"].split(":")[0].lower()).strip("-") for t in tests]
+    lines = [
+        "# Written by `python -m transformer_lib.grade --write-classroom .github/classroom`:",
+        "# copy to .github/workflows/classroom.yml in the assignment's template repository.",
+        "name: Autograding Tests",
+        "on: [push, repository_dispatch]",
+        "permissions:",
+        "  checks: write",
+        "  actions: read",
+        "  contents: read",
+        "jobs:",
+        "  run-autograding-tests:",
+        "    runs-on: ubuntu-latest",
+        "    if: github.actor != 'github-classroom[bot]'",
+        "    steps:",
+        "      - name: Checkout code",
+        "        uses: actions/checkout@v4",
+    ]
+    for test, step in zip(tests, ids, strict=True):
+        lines += [
+            f"      - name: {json.dumps(test['name'])}",
+            f"        id: {step}",
+            "        uses: classroom-resources/autograding-command-grader@v1",
+            "        with:",
+            f"          test-name: {json.dumps(test['name'])}",
+            f"          setup-command: {json.dumps(test['setup'])}",
+            f"          command: {json.dumps(test['run'])}",
+            f"          timeout: {test['timeout']}",
+            f"          max-score: {test['points']}",
+        ]
+    lines += [
+        "      - name: Autograding Reporter",
+        "        uses: classroom-resources/autograding-grading-reporter@v1",
+        "        env:",
+        *(f'          {s.upper()}_RESULTS: "${{{{steps.{s}.outputs.result}}}}"' for s in ids),
+        "        with:",
+        f"          runners: {','.join(ids)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_classroom(folder: Path) -> None:
+    """Write ``autograding.json`` and ``classroom.yml`` into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"tests": classroom_tests()}
+    (folder / "autograding.json").write_text(
+        json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+    )
+    (folder / "classroom.yml").write_text(classroom_workflow())
+
+
 # --- the command line ----------------------------------------------------------------------------
 
 
@@ -947,7 +1042,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Grade students' notebooks with the course's checks.",
     )
     parser.add_argument("submissions", nargs="*", type=Path, help="notebooks or folders of them")
-    parser.add_argument("--out", type=Path, required=True, help="folder for the gradebook")
+    parser.add_argument("--out", type=Path, help="folder for the gradebook (required)")
     parser.add_argument("--jobs", type=int, default=1, help="submissions graded side by side")
     defaults = Limits()
     parser.add_argument("--cell-timeout", type=float, default=defaults.cell_s)
@@ -961,7 +1056,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--passed", metavar="EXERCISE", help="only read FOLDER/gradebook.csv: exit 0 if passed"
     )
+    parser.add_argument(
+        "--write-classroom", type=Path, metavar="FOLDER", help="write GitHub Classroom's config"
+    )
     args = parser.parse_args(argv)
+    if args.write_classroom:
+        write_classroom(args.write_classroom)
+        return 0
+    if args.out is None:
+        parser.error("expected --out FOLDER (where the gradebook goes), got none")
     if args.passed:
         return _passed(args.out, args.passed)
     if not args.submissions:
