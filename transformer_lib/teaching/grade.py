@@ -36,12 +36,14 @@ Guaranteed, whatever the notebook contains:
   attribute of ``transformer_lib``, ``torch`` or the standard modules the checks use (including a
   function's ``__code__``), or exits, earns 0 for that exercise: the child's verdict counts only if
   it exits with a random status drawn for it, and the modules are compared before and after.
-- Each exercise runs in its own child: an attack in one exercise's code costs that exercise only.
+- Each exercise runs in its own child, with only the statements its definition reads: an attack
+  in one exercise's code costs that exercise (and any exercise whose code uses it) only.
 - Limits: a per-cell and a per-notebook wall-clock limit, a per-exercise limit, a memory limit
   (``RLIMIT_AS``) and a file-size limit in the kernel and the grading processes, outputs cut at a
   size, a killed kernel recorded, never fatal. The run always ends: every wait has a deadline.
-- Relative paths stay in the submission's own temporary folder (``../`` is that folder), which holds
-  no other submission and no solution, and is deleted afterwards.
+- A relative path one or two levels up (``../``, ``../../``) stays in the submission's own
+  temporary folder, which holds no other submission and no solution and is deleted afterwards
+  (deeper, it is the file system of the first point below).
 
 Not guaranteed (a determined attacker with arbitrary code in a process of the teacher's user):
 
@@ -50,7 +52,8 @@ Not guaranteed (a determined attacker with arbitrary code in a process of the te
   grader runs inside the repository). Grade in a container or as a user that sees only the
   submissions (GitHub Classroom does: each student's repository in its own runner).
 - The network guard is Python-level (``socket`` refuses non-loopback addresses); ``ctypes`` or a
-  subprocess gets around it. For a hard guarantee run the grader with ``--network none``.
+  subprocess gets around it. For a hard guarantee run the grader in a container started with
+  ``--network none``.
 - Code in the grading child runs inside the check's process: it can walk the stack, patch objects
   the snapshot does not cover (a tensor's storage, a closure's cell) or find the random status. The
   snapshot stops the simple forgeries, not all.
@@ -566,13 +569,34 @@ def _snapshot() -> dict:
         for attr, value in list(vars(owner).items()):
             code = value.__code__ if isinstance(value, types.FunctionType) else None
             defaults = value.__defaults__ if isinstance(value, types.FunctionType) else None
-            seen[(name, attr)] = (id(value), id(code), id(defaults))
+            seen[(name, attr)] = (id(value), id(code), id(defaults), value)
             defined_here = isinstance(owner, types.ModuleType) and owner.__name__.startswith(
                 "transformer_lib"
             )
             if defined_here and isinstance(value, type) and value not in owners:
                 owners.append(value)
     return seen
+
+
+def _replaced(before: dict, after: dict) -> list[str]:
+    """The attributes of two snapshots that differ. PyTorch wraps some functions in place on first
+    use (``torch.manual_seed``); a wrapper of the old function whose code is PyTorch's own is not a
+    replacement."""
+    import torch
+
+    home = str(Path(torch.__file__).parent)
+    changed = []
+    for key, (*ids, new) in after.items():
+        if key not in before or before[key][:3] == tuple(ids):
+            continue
+        old = before[key][3]
+        code = getattr(new, "__code__", None)
+        if getattr(new, "__wrapped__", None) is old and str(
+            getattr(code, "co_filename", "")
+        ).startswith(home):
+            continue
+        changed.append(".".join(key))
+    return sorted(changed)
 
 
 def _grade_child(exercise, sources: list[str] | None, status: int, channel: int) -> None:
@@ -605,9 +629,7 @@ def _grade_child(exercise, sources: list[str] | None, status: int, channel: int)
                 passed, message = bool(result.passed is True), str(result.message)
                 if errors and not passed:
                     message += f" (While defining it: {'; '.join(errors)}.)"
-        changed = sorted(
-            f"{o}.{a}" for (o, a), v in _snapshot().items() if before.get((o, a), v) != v
-        )
+        changed = _replaced(before, _snapshot())
         if changed:
             passed = False
             message = (
@@ -641,8 +663,9 @@ def _worker_main() -> None:
         status = 2 + secrets.randbelow(250)
         read, write = os.pipe()
         pid = os.fork()
-        if pid == 0:
+        if pid == 0:  # the child: no way back but its channel and its exit status
             os.close(read)
+            os.close(out)
             _grade_child(exercise, item["sources"], status, write)
         os.close(write)
         data, deadline, ended = b"", time.monotonic() + job["exercise_s"], False
