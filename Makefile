@@ -119,5 +119,14 @@ translation-model: setup  ## notebook 12's trained English-French model and its 
 	OMP_NUM_THREADS=1 $(PY) -m transformer_lib.applications.translation evaluate --folder $(TRANSLATION_MODEL) \
 		--run-folder checkpoints/translation
 
+# `make grade SUBMISSIONS="class/"`: students' notebooks graded with the course's checks, each in a fresh kernel with
+# limits, GRADE_JOBS at a time; the gradebook, points.csv and feedback/ go to GRADE_OUT (README: Grading a class).
+GRADE_OUT  ?= build/grades
+GRADE_JOBS ?= 2
+.PHONY: grade
+grade: setup  ## grade students' notebooks: make grade SUBMISSIONS="files or folders" (GRADE_OUT, GRADE_JOBS)
+	@test -n "$(SUBMISSIONS)" || { echo 'usage: make grade SUBMISSIONS="class/ or notebooks"'; exit 2; }
+	$(TESTENV) $(PY) -m transformer_lib.grade $(SUBMISSIONS) --out $(GRADE_OUT) --jobs $(GRADE_JOBS)
+
 clean:
 	rm -rf $(VENV) build .pytest_cache
