@@ -275,10 +275,10 @@ def test_mixed_precision_times_each_precision_against_float32(monkeypatch):
 def test_the_default_precision_cases_are_a_launch_bound_and_a_large_model():
     cases = bench._precision_cases(torch.device("cpu"))
     assert [label for label, _, _ in cases] == [
-        "cpu_small, 256 dates",
-        "d_model 512, N=1, 8 x 64 tokens",
+        "cpu_small, 64 dates",
+        "d_model 512, N=1, 4 x 32 tokens",
     ]
-    assert cases[1][2]().src.shape == (8, 64)
+    assert cases[1][2]().src.shape == (4, 32)
 
 
 def test_attention_share_of_the_gemm_rate_is_a_fraction_of_a_measured_rate():

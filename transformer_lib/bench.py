@@ -462,17 +462,20 @@ def _precision_cases(device: torch.device) -> list[tuple[str, TransformerConfig,
     """What :func:`mixed_precision_steps` times by default: the launch-bound ``cpu_small`` step on
     256 dates, and a step large enough for 16-bit matrix products to matter on ``device``."""
     date = DateTask(num_test=10)
+    # a CPU without bfloat16 matrix instructions emulates them, ten times slower or worse: smaller
+    # batches there keep the measurement to seconds
+    dates = 256 if device.type == "cuda" else 64
     small = (
-        "cpu_small, 256 dates",
+        f"cpu_small, {dates} dates",
         TransformerConfig.cpu_small(len(date.vocab)),
-        lambda: date.train_batch(0, 256).to(device),
+        lambda: date.train_batch(0, dates).to(device),
     )
     if device.type == "cuda":  # the paper's big model's widths, 64 x 128 tokens a side
         config = TransformerConfig(8000, 8000, d_model=1024, num_heads=16, d_ff=4096, max_len=256)
         label, shape = "d_model 1024, N=6, 64 x 128 tokens", (64, 128)
-    else:  # one layer of the base model's widths: seconds, not minutes, on a CPU
+    else:  # one layer of the base model's widths
         config = TransformerConfig(1000, 1000, d_model=512, num_heads=8, d_ff=2048, num_layers=1)
-        label, shape = "d_model 512, N=1, 8 x 64 tokens", (8, 64)
+        label, shape = "d_model 512, N=1, 4 x 32 tokens", (4, 32)
     large = (label, config, lambda: _random_batch(config.src_vocab_size, *shape, device))
     return [small, large]
 
@@ -510,7 +513,7 @@ def mixed_precision_steps(
             except ValueError as exc:
                 rows.append({**row, "unsupported": str(exc)})
                 continue
-            seconds = time_call(lambda t=trainer, b=batch: t.train_step(b), device, repeats, 2)
+            seconds = time_call(lambda t=trainer, b=batch: t.train_step(b), device, repeats, 1)
             reference = reference or seconds
             rows.append({**row, "ms_per_step": seconds * 1e3, "speedup": reference / seconds})
     return rows
@@ -549,11 +552,15 @@ def sdpa_backends(
 def gemm_rate(
     device: torch.device,
     dtype: torch.dtype = torch.float32,
-    sizes: tuple[int, ...] = (256, 512, 1024, 2048),
+    sizes: tuple[int, ...] | None = None,
     repeats: int = 5,
 ) -> float:
     """The best rate, in FLOP/s, of square matrix products ``(n, n) @ (n, n)`` (``2 n^3`` FLOPs)
-    over ``sizes``, in ``dtype``: the machine's practical ceiling for dense arithmetic."""
+    over ``sizes``, in ``dtype``: the machine's practical ceiling for dense arithmetic. ``sizes``
+    defaults to 256-2048 on a CPU and 1024-8192 on a GPU (which reaches its peak only on large
+    matrices)."""
+    if sizes is None:
+        sizes = (256, 512, 1024, 2048) if device.type == "cpu" else (1024, 2048, 4096, 8192)
     best = 0.0
     for n in sizes:
         a, b = (torch.randn(n, n, device=device).to(dtype) for _ in "ab")
