@@ -74,8 +74,13 @@ def test_main_prints_both_tables(capsys, monkeypatch):
         "training_throughput",
         lambda **kw: throughput(device=kw["device"], steps=1, translation_pairs=200),
     )
+    _shrink_the_new_parts(monkeypatch)
     bench.main(["--device", "cpu", "--repeats", "1"])
     out = capsys.readouterr().out
+    assert "device: this CPU" in out
+    assert "Mixed precision on this CPU" in out and "bf16" in out
+    assert "share of the best square-GEMM rate" in out and "stock torch.nn.Transformer" in out
+    assert "Fused attention backends" not in out  # CUDA only
     assert "Training throughput" in out
     assert "Grouped-query attention" in out and "multi-query" in out and "cache bytes/token" in out
     assert (
@@ -192,3 +197,114 @@ def test_grouped_query_decoding_shrinks_the_cache_by_the_ratio_of_key_value_head
         == 4 * by_heads[1]["cache_bytes_per_token"]
     )
     assert all(r["ms_per_token"] > 0 for r in rows)
+
+
+def _shrink_the_new_parts(monkeypatch):
+    """Tiny sizes for the parts main() runs after the attention tables."""
+    precision, share, versus = (
+        bench.mixed_precision_steps,
+        bench.attention_gemm_share,
+        bench.versus_torch_transformer,
+    )
+    monkeypatch.setattr(
+        bench,
+        "mixed_precision_steps",
+        lambda **kw: precision(device=kw["device"], repeats=1, cases=[_tiny_case()]),
+    )
+    monkeypatch.setattr(
+        bench,
+        "attention_gemm_share",
+        lambda **kw: share(
+            device=kw["device"],
+            dtype=kw["dtype"],
+            batch=1,
+            length=4,
+            d_model=8,
+            num_heads=2,
+            repeats=1,
+        ),
+    )
+    monkeypatch.setattr(bench, "gemm_rate", lambda device, dtype: 1e9)
+    monkeypatch.setattr(
+        bench,
+        "versus_torch_transformer",
+        lambda **kw: versus(device=kw["device"], steps=1, translation_pairs=60, max_tokens=300),
+    )
+
+
+def _tiny_case():
+    task = tl.DateTask(num_test=1, num_valid=0)
+    return ("cpu_tiny, 4 dates", tiny_date_config(), lambda: task.train_batch(0, 4))
+
+
+def test_main_runs_only_the_parts_asked_for(capsys, monkeypatch):
+    _shrink_the_new_parts(monkeypatch)
+    bench.main(["--device", "cpu", "--repeats", "1", "--parts", "precision"])
+    out = capsys.readouterr().out
+    assert "Mixed precision" in out and "Self-attention" not in out and "GEMM" not in out
+    with pytest.raises(SystemExit):
+        bench.main(["--parts", "precision,colour"])
+    assert "--parts takes names from" in capsys.readouterr().err
+
+
+def test_mixed_precision_times_each_precision_against_float32(monkeypatch):
+    rows = bench.mixed_precision_steps(
+        device=torch.device("cpu"), repeats=1, cases=[_tiny_case()], precisions=("fp32", "bf16")
+    )
+    assert [(r["case"], r["precision"]) for r in rows] == [
+        ("cpu_tiny, 4 dates", "fp32"),
+        ("cpu_tiny, 4 dates", "bf16"),
+    ]
+    assert rows[0]["speedup"] == 1.0
+    assert rows[1]["speedup"] == pytest.approx(rows[0]["ms_per_step"] / rows[1]["ms_per_step"])
+    # a precision the device lacks is reported, not timed
+    real = tl.training.train._check_precision
+
+    def no_fp16(precision, device):
+        if precision == "fp16":
+            raise ValueError("precision='fp16' is not supported on device 'cpu'")
+        return real(precision, device)
+
+    monkeypatch.setattr(tl.training.train, "_check_precision", no_fp16)
+    rows = bench.mixed_precision_steps(
+        device=torch.device("cpu"), repeats=1, cases=[_tiny_case()], precisions=("fp32", "fp16")
+    )
+    assert rows[1]["ms_per_step"] is None and "not supported" in rows[1]["unsupported"]
+
+
+def test_the_default_precision_cases_are_a_launch_bound_and_a_large_model():
+    cases = bench._precision_cases(torch.device("cpu"))
+    assert [label for label, _, _ in cases] == [
+        "cpu_small, 64 dates",
+        "d_model 512, N=1, 4 x 32 tokens",
+    ]
+    assert cases[1][2]().src.shape == (4, 32)
+
+
+def test_attention_share_of_the_gemm_rate_is_a_fraction_of_a_measured_rate():
+    assert bench.gemm_rate(torch.device("cpu"), sizes=(32, 64), repeats=1) > 0
+    rows = bench.attention_gemm_share(
+        device=torch.device("cpu"), batch=1, length=8, d_model=16, num_heads=2, repeats=1
+    )
+    assert [r["variant"] for r in rows] == ["ours, fast path", "nn.MultiheadAttention"]
+    for row in rows:
+        assert row["share"] == pytest.approx(row["GFLOP_per_s"] / row["gemm_GFLOP_per_s"])
+        assert row["dtype"] == "float32" and row["share"] > 0
+
+
+def test_sdpa_backends_are_a_cuda_comparison():
+    with pytest.raises(ValueError, match="compares CUDA kernels, got device cpu"):
+        bench.sdpa_backends(torch.device("cpu"))
+
+
+def test_versus_torch_transformer_trains_both_loops_on_the_same_batches():
+    rows = bench.versus_torch_transformer(
+        device=torch.device("cpu"), steps=1, translation_pairs=60, max_tokens=300
+    )
+    assert [r["loop"] for r in rows] == [
+        "ours (Trainer, library Transformer)",
+        "stock torch.nn.Transformer",
+    ]
+    assert rows[1]["ratio"] == 1.0 and all(r["tokens_per_s"] > 0 for r in rows)
+    # the same sizes: they differ only by biases PyTorch's layers have and ours do not (or back)
+    assert abs(rows[0]["parameters"] - rows[1]["parameters"]) < 0.01 * rows[1]["parameters"]

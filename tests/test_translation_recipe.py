@@ -186,7 +186,7 @@ def test_recipes_are_checked_when_made():
         translation.CPU_RECIPE.replace(d_model=130)
     with pytest.raises(ValueError, match="minutes must be a number > 0"):
         translation.CPU_RECIPE.replace(minutes=0)
-    assert translation.CUDA_RECIPE.d_model == 512 and translation.CUDA_RECIPE.num_layers == 6
+    assert translation.CUDA_RECIPE.d_model == 512 and translation.CUDA_RECIPE.num_layers == 4
 
 
 # -- the shipped model -----------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from .teaching.inspection import capture_attention, trace_shapes
 from .training import data, runtime, train
 from .training.data import DATE_FORMATS, CopyTask, DateTask, PythonSourceCorpus, Vocab, make_batch
 from .training.length_batching import LengthBatches
-from .training.runtime import pick_device, seed_everything
+from .training.runtime import device_name, pick_device, seed_everything
 from .training.subwords import SubwordVocab, learn_bpe, segment
 from .training.train import (
     CPU_RECIPE,

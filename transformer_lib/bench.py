@@ -25,8 +25,8 @@ from .applications.interop import copy_from_torch
 from .model.attention import MultiHeadAttention, kv_cache_bytes_per_token
 from .model.lm import DecoderOnlyLM, LMConfig, generate
 from .model.transformer import Transformer, TransformerConfig
-from .training.data import DateTask, make_batch
-from .training.runtime import pick_device, seed_everything
+from .training.data import Batch, DateTask, make_batch
+from .training.runtime import device_name, pick_device, seed_everything
 from .training.train import CPU_RECIPE, train_task
 
 __all__ = [
@@ -36,6 +36,11 @@ __all__ = [
     "attention_growth",
     "attention_memory",
     "beam_search_speed",
+    "mixed_precision_steps",
+    "sdpa_backends",
+    "gemm_rate",
+    "attention_gemm_share",
+    "versus_torch_transformer",
     "main",
 ]
 
@@ -439,12 +444,338 @@ def training_throughput(
     return rows
 
 
+def _random_batch(vocab_size: int, batch: int, length: int, device: torch.device) -> Batch:
+    """A batch of random ids in ``[4, vocab_size)`` (no padding, so every position counts),
+    ``src`` and ``tgt_in`` both ``(batch, length)``."""
+    from .model.masks import causal_mask, padding_mask
+
+    generator = torch.Generator().manual_seed(0)
+    src, tgt = (
+        torch.randint(4, vocab_size, (batch, length + 1), generator=generator) for _ in "st"
+    )
+    src, tgt_in, tgt_out = src[:, :-1], tgt[:, :-1], tgt[:, 1:]  # (B, T) each
+    tgt_mask = padding_mask(tgt_in, 0) & causal_mask(length)  # (B, 1, T, T)
+    return Batch(src, tgt_in, tgt_out, padding_mask(src, 0), tgt_mask, pad_id=0).to(device)
+
+
+def _precision_cases(device: torch.device) -> list[tuple[str, TransformerConfig, Callable]]:
+    """What :func:`mixed_precision_steps` times by default: the launch-bound ``cpu_small`` step on
+    256 dates, and a step large enough for 16-bit matrix products to matter on ``device``."""
+    date = DateTask(num_test=10)
+    # a CPU without bfloat16 matrix instructions emulates them, ten times slower or worse: smaller
+    # batches there keep the measurement to seconds
+    dates = 256 if device.type == "cuda" else 64
+    small = (
+        f"cpu_small, {dates} dates",
+        TransformerConfig.cpu_small(len(date.vocab)),
+        lambda: date.train_batch(0, dates).to(device),
+    )
+    if device.type == "cuda":  # the paper's big model's widths, 64 x 128 tokens a side
+        config = TransformerConfig(8000, 8000, d_model=1024, num_heads=16, d_ff=4096, max_len=256)
+        label, shape = "d_model 1024, N=6, 64 x 128 tokens", (64, 128)
+    else:  # one layer of the base model's widths
+        config = TransformerConfig(1000, 1000, d_model=512, num_heads=8, d_ff=2048, num_layers=1)
+        label, shape = "d_model 512, N=1, 4 x 32 tokens", (4, 32)
+    large = (label, config, lambda: _random_batch(config.src_vocab_size, *shape, device))
+    return [small, large]
+
+
+def mixed_precision_steps(
+    device: torch.device | None = None,
+    repeats: int = 5,
+    cases: list[tuple[str, TransformerConfig, Callable]] | None = None,
+    precisions: tuple[str, ...] | None = None,
+) -> list[dict]:
+    """Median milliseconds of one :class:`~transformer_lib.training.train.Trainer` step (forward,
+    label-smoothed loss, backward, clipping, Adam) in each ``precision`` (the Trainer's option:
+    autocast to bfloat16 or float16, float16 with its gradient scaler), for each case ``(label,
+    config, make_batch)``; by default a small, launch-bound model and a larger one
+    (:func:`_precision_cases`). ``speedup`` is float32's time over this one's, in the same case. A
+    precision the device lacks gets ``ms_per_step=None`` and its reason. ``precisions`` defaults to
+    all three on a GPU and to float32 and bfloat16 on a CPU (whose float16 matrix products, where it
+    has them at all, are emulated and slow)."""
+    from .training.train import LabelSmoothingLoss, Trainer
+
+    device = device or pick_device()
+    if precisions is None:
+        precisions = ("fp32", "bf16") if device.type == "cpu" else ("fp32", "bf16", "fp16")
+    rows = []
+    for label, config, make in cases if cases is not None else _precision_cases(device):
+        batch, reference = make(), None
+        for precision in precisions:
+            seed_everything(0)
+            model = Transformer(config)
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+            loss = LabelSmoothingLoss(0.1, config.pad_id)
+            row = {"case": label, "precision": precision, "ms_per_step": None, "speedup": None}
+            try:
+                trainer = Trainer(model, optimizer, None, loss, device=device, precision=precision)
+            except ValueError as exc:
+                rows.append({**row, "unsupported": str(exc)})
+                continue
+            seconds = time_call(lambda t=trainer, b=batch: t.train_step(b), device, repeats, 1)
+            reference = reference or seconds
+            rows.append({**row, "ms_per_step": seconds * 1e3, "speedup": reference / seconds})
+    return rows
+
+
+def sdpa_backends(
+    device: torch.device, length: int = 4096, batch: int = 4, heads: int = 16, repeats: int = 10
+) -> list[dict]:
+    """CUDA only: milliseconds and extra memory (MiB above the inputs) of causal
+    ``F.scaled_dot_product_attention`` in float16 at ``(batch, heads, length, 64)`` with each
+    backend forced: the math path (stores the weights), memory-efficient, FlashAttention."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if device.type != "cuda":
+        raise ValueError(f"sdpa_backends compares CUDA kernels, got device {device}")
+    q, k, v = (
+        torch.randn(batch, heads, length, 64, device=device, dtype=torch.float16) for _ in "qkv"
+    )
+    rows = []
+    for backend in (SDPBackend.MATH, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.FLASH_ATTENTION):
+
+        def run() -> torch.Tensor:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        with sdpa_kernel(backend):
+            rows.append(
+                {
+                    "backend": backend.name,
+                    "ms": time_call(run, device, repeats) * 1e3,
+                    "extra_MiB": peak_memory_MiB(run, device),
+                }
+            )
+    return rows
+
+
+def gemm_rate(
+    device: torch.device,
+    dtype: torch.dtype = torch.float32,
+    sizes: tuple[int, ...] | None = None,
+    repeats: int = 5,
+) -> float:
+    """The best rate, in FLOP/s, of square matrix products ``(n, n) @ (n, n)`` (``2 n^3`` FLOPs)
+    over ``sizes``, in ``dtype``: the machine's practical ceiling for dense arithmetic. ``sizes``
+    defaults to 256-2048 on a CPU and 1024-8192 on a GPU (which reaches its peak only on large
+    matrices)."""
+    if sizes is None:
+        sizes = (256, 512, 1024, 2048) if device.type == "cpu" else (1024, 2048, 4096, 8192)
+    best = 0.0
+    for n in sizes:
+        a, b = (torch.randn(n, n, device=device).to(dtype) for _ in "ab")
+        seconds = time_call(lambda a=a, b=b: a @ b, device, repeats, 2, min)
+        best = max(best, 2 * n**3 / seconds)
+    return best
+
+
+def attention_gemm_share(
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+    batch: int = 30,
+    length: int = 200,
+    d_model: int = 512,
+    num_heads: int = 8,
+    repeats: int = 10,
+) -> list[dict]:
+    """Self-attention's forward FLOP rate as a share of :func:`gemm_rate` (same device, same
+    dtype): how close the whole layer (four projections, the scores, softmax, the weighted sum)
+    comes to the best a plain matrix product reaches. FLOPs counted: ``8 B T d^2`` for the
+    projections and ``4 B T^2 d`` for ``Q K^T`` and ``weights V``. Ours (fast path) and
+    ``nn.MultiheadAttention``, under ``torch.autocast`` for a 16-bit ``dtype``."""
+    device = device or pick_device()
+    seed_everything(0)
+    ours, theirs = _paired_modules(d_model, num_heads, device)
+    x = torch.randn(batch, length, d_model, device=device)  # (B, T, d_model)
+    flops = 8 * batch * length * d_model**2 + 4 * batch * length**2 * d_model
+    ceiling = gemm_rate(device, dtype)
+    autocast = (
+        torch.autocast(device.type, dtype=dtype)
+        if dtype != torch.float32
+        else contextlib.nullcontext()
+    )
+    rows = []
+    for name, run in (
+        ("ours, fast path", lambda: ours(x, x, x)[0]),
+        ("nn.MultiheadAttention", lambda: theirs(x, x, x, need_weights=False)[0]),
+    ):
+        with torch.no_grad(), autocast:
+            seconds = time_call(run, device, repeats, 3, min)
+        rate = flops / seconds
+        rows.append(
+            {
+                "variant": name,
+                "dtype": str(dtype).removeprefix("torch."),
+                "GFLOP_per_s": rate / 1e9,
+                "gemm_GFLOP_per_s": ceiling / 1e9,
+                "share": rate / ceiling,
+            }
+        )
+    return rows
+
+
+class _TorchTransformerMT(nn.Module):
+    """The stock-PyTorch model of :func:`versus_torch_transformer`: one shared embedding (scaled by
+    sqrt(d_model)), the paper's sinusoidal positions, ``nn.Transformer`` and an output projection
+    tied to the embedding, the same sizes and dropout as our :class:`Transformer`."""
+
+    def __init__(self, config: TransformerConfig):
+        from .model.layers import sinusoidal_encoding
+
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.src_vocab_size, config.d_model, padding_idx=config.pad_id)
+        table = sinusoidal_encoding(config.d_model, config.max_len)  # (max_len, d_model)
+        self.register_buffer("positions", table, persistent=False)
+        self.dropout = nn.Dropout(config.dropout)
+        self.core = nn.Transformer(
+            config.d_model,
+            config.num_heads,
+            config.num_layers,
+            config.num_layers,
+            config.d_ff,
+            config.dropout,
+            batch_first=True,
+        )
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids) * self.config.d_model**0.5 + self.positions[: ids.size(1)]
+        return self.dropout(x)  # (B, T, d_model)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        pad = self.config.pad_id
+        length = tgt_in.size(1)
+        # bool, True = may NOT attend (PyTorch's convention), like the padding masks below
+        causal = torch.ones(length, length, dtype=torch.bool, device=src.device).triu(1)
+        out = self.core(
+            self._embed(src),
+            self._embed(tgt_in),
+            tgt_mask=causal,
+            src_key_padding_mask=src == pad,
+            tgt_key_padding_mask=tgt_in == pad,
+            memory_key_padding_mask=src == pad,
+            tgt_is_causal=True,
+        )  # (B, T, d_model)
+        return out @ self.embed.weight.T  # (B, T, V)
+
+
+def versus_torch_transformer(
+    device: torch.device | None = None,
+    steps: int = 20,
+    translation_pairs: int = 8000,
+    config: TransformerConfig | None = None,
+    max_tokens: int | None = None,
+) -> list[dict]:
+    """Training tokens per second of ours against a stock ``torch.nn.Transformer`` loop: same
+    sizes, same batches, same optimiser. English-French at the CPU recipe's size
+    (``translation.CPU_RECIPE``: d_model 128, N=2, h=4, d_ff 512, batches of <= 2,500 tokens,
+    label smoothing 0.1, Adam, gradients clipped at 1). Ours is the library's :class:`Trainer`;
+    theirs is the loop a PyTorch user writes (``F.cross_entropy(label_smoothing=0.1)``). One step
+    warms up each, then ``steps`` are timed, the two loops taking turns step by step so that a load
+    on the machine weighs on both alike. Real (not padding) source + target tokens are counted."""
+    from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
+    from .applications.translation import (
+        TOKENIZER_FILE,
+        build_vocab,
+        model_config,
+        shipped_model_dir,
+    )
+    from .training.length_batching import LengthBatches
+    from .training.subwords import SubwordVocab
+    from .training.train import LabelSmoothingLoss, Trainer
+    from .training.translation_corpus import TatoebaCorpus
+
+    device = device or pick_device()
+    recipe = TRANSLATION_RECIPE
+    pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]
+    tokenizer = shipped_model_dir() / TOKENIZER_FILE
+    vocab = (
+        SubwordVocab.load(tokenizer)
+        if tokenizer.is_file()
+        else build_vocab(pairs, recipe.vocab_size)
+    )
+    config = config or model_config(recipe, len(vocab), vocab.pad_id)
+    batches = LengthBatches(pairs, vocab, max_tokens or recipe.max_tokens)
+    prepared = [batches.batch(step).to(device) for step in range(steps + 1)]
+
+    seed_everything(0)
+    model = Transformer(config)
+    adam = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    ours = Trainer(
+        model, adam, None, LabelSmoothingLoss(recipe.eps_ls, config.pad_id), device=device
+    )
+    seed_everything(0)
+    theirs = _TorchTransformerMT(config).to(device).train()
+    their_optimizer = torch.optim.Adam(theirs.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+    def their_step(batch: Batch) -> float:
+        logits = theirs(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1),
+            batch.tgt_out.flatten(),
+            ignore_index=config.pad_id,
+            label_smoothing=recipe.eps_ls,
+        )
+        their_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
+        their_optimizer.step()
+        return loss.item()
+
+    seconds = {"ours": 0.0, "theirs": 0.0}
+    runs = {"ours": ours.train_step, "theirs": their_step}
+    for step, batch in enumerate(prepared):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run(batch)
+            _sync(device)
+            if step:  # step 0 warms up
+                seconds[name] += time.perf_counter() - started
+    tokens = sum(
+        int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum()) for b in prepared[1:]
+    )
+    rows = [
+        {
+            "loop": "ours (Trainer, library Transformer)",
+            "tokens_per_s": tokens / seconds["ours"],
+            "parameters": sum(p.numel() for p in ours.model.parameters()),
+        },
+        {
+            "loop": "stock torch.nn.Transformer",
+            "tokens_per_s": tokens / seconds["theirs"],
+            "parameters": sum(p.numel() for p in theirs.parameters()),
+        },
+    ]
+    for row in rows:
+        row["ratio"] = row["tokens_per_s"] / rows[1]["tokens_per_s"]
+    return rows
+
+
+PARTS = (
+    "attention",
+    "growth",
+    "memory",
+    "beam",
+    "gqa",
+    "throughput",
+    "precision",
+    "sdpa",
+    "share",
+    "versus",
+)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--device", default=None, help="cpu, cuda or mps (default: the best available)"
     )
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"comma-separated parts to run, of {','.join(PARTS)} (default: all)",
+    )
     parser.add_argument(
         "--recipe",
         action="store_true",
@@ -460,87 +791,151 @@ def main(argv: list[str] | None = None) -> None:
             "0.99 in about 45 s on 2 cores)"
         )
         return
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"--parts takes names from {','.join(PARTS)}, got {','.join(unknown)}")
     device = pick_device(args.device)
-    print(f"device: {device}   torch {torch.__version__}   threads: {torch.get_num_threads()}\n")
     print(
-        "Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to "
-        "nn.MultiheadAttention)"
+        f"device: {device_name(device)}   torch {torch.__version__}   threads: "
+        f"{torch.get_num_threads()}\n"
     )
-    _print_table(
-        compare_attention(device=device, repeats=args.repeats),
-        [
-            ("variant", "variant", "s"),
-            ("forward_s", "forward", ".4f"),
-            ("forward_ratio", "x", ".2f"),
-            ("forward_backward_s", "fwd+bwd", ".4f"),
-            ("forward_backward_ratio", "x", ".2f"),
-        ],
-    )
-    print("\nGrowth with T, B=4, d_model=256, h=4 (forward, median seconds)")
-    _print_table(
-        attention_growth(device=device, repeats=max(3, args.repeats // 2)),
-        [
-            ("T", "T", "d"),
-            ("weights_MiB", "weights MiB", ".1f"),
-            ("fast_s", "fast", ".4f"),
-            ("explicit_s", "explicit", ".4f"),
-        ],
-    )
-    print(
-        "\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, measured on "
-        f"{device.type})"
-    )
-    _print_table(
-        attention_memory(device=device),
-        [
-            ("T", "T", "d"),
-            ("weights_MiB", "weights MiB", ".1f"),
-            ("fast_peak_MiB", "fast peak", ".1f"),
-            ("explicit_peak_MiB", "explicit peak", ".1f"),
-        ],
-    )
-    speed = beam_search_speed(device=device, repeats=max(1, args.repeats // 3))
-    print(
-        "\nBeam search, W=4, max_len=11, 64 date sources, untrained cpu_small model "
-        f"(median seconds; both modes return the same outputs: {speed[0]['same_outputs']})"
-    )
-    _print_table(
-        speed,
-        [
-            ("mode", "mode", "s"),
-            ("seconds", "seconds", ".3f"),
-            ("sentences_per_s", "sentences/s", ".1f"),
-            ("speedup", "x", ".1f"),
-        ],
-    )
-    print(
-        "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; cached "
-        "greedy generation of 64 tokens after 16, batch 8 (KV-cache bytes per token in fp32; "
-        "median ms per generated token)"
-    )
-    _print_table(
-        grouped_query_decoding(device=device, repeats=max(1, args.repeats // 3)),
-        [
-            ("kind", "key/value heads", "s"),
-            ("kv_heads", "h_kv", "d"),
-            ("cache_bytes_per_token", "cache bytes/token", ",d"),
-            ("ms_per_token", "ms/token", ".2f"),
-        ],
-    )
-
-    print(
-        f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} (source + "
-        "target tokens per second, padding not counted; a few steps, so a rough figure)"
-    )
-    _print_table(
-        training_throughput(device=device),
-        [
-            ("task", "task", "s"),
-            ("batch", "batch", "s"),
-            ("tokens_per_s", "tokens/s", ".0f"),
-            ("s_per_step", "s/step", ".3f"),
-        ],
-    )
+    if "attention" in parts:
+        print(
+            "Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to "
+            "nn.MultiheadAttention)"
+        )
+        _print_table(
+            compare_attention(device=device, repeats=args.repeats),
+            [
+                ("variant", "variant", "s"),
+                ("forward_s", "forward", ".4f"),
+                ("forward_ratio", "x", ".2f"),
+                ("forward_backward_s", "fwd+bwd", ".4f"),
+                ("forward_backward_ratio", "x", ".2f"),
+            ],
+        )
+    if "growth" in parts:
+        print("\nGrowth with T, B=4, d_model=256, h=4 (forward, median seconds)")
+        _print_table(
+            attention_growth(device=device, repeats=max(3, args.repeats // 2)),
+            [
+                ("T", "T", "d"),
+                ("weights_MiB", "weights MiB", ".1f"),
+                ("fast_s", "fast", ".4f"),
+                ("explicit_s", "explicit", ".4f"),
+            ],
+        )
+    if "memory" in parts:
+        print(
+            "\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, "
+            f"measured on {device.type})"
+        )
+        _print_table(
+            attention_memory(device=device),
+            [
+                ("T", "T", "d"),
+                ("weights_MiB", "weights MiB", ".1f"),
+                ("fast_peak_MiB", "fast peak", ".1f"),
+                ("explicit_peak_MiB", "explicit peak", ".1f"),
+            ],
+        )
+    if "beam" in parts:
+        speed = beam_search_speed(device=device, repeats=max(1, args.repeats // 3))
+        print(
+            "\nBeam search, W=4, max_len=11, 64 date sources, untrained cpu_small model "
+            f"(median seconds; both modes return the same outputs: {speed[0]['same_outputs']})"
+        )
+        _print_table(
+            speed,
+            [
+                ("mode", "mode", "s"),
+                ("seconds", "seconds", ".3f"),
+                ("sentences_per_s", "sentences/s", ".1f"),
+                ("speedup", "x", ".1f"),
+            ],
+        )
+    if "gqa" in parts:
+        print(
+            "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; "
+            "cached greedy generation of 64 tokens after 16, batch 8 (KV-cache bytes per token in "
+            "fp32; median ms per generated token)"
+        )
+        _print_table(
+            grouped_query_decoding(device=device, repeats=max(1, args.repeats // 3)),
+            [
+                ("kind", "key/value heads", "s"),
+                ("kv_heads", "h_kv", "d"),
+                ("cache_bytes_per_token", "cache bytes/token", ",d"),
+                ("ms_per_token", "ms/token", ".2f"),
+            ],
+        )
+    if "throughput" in parts:
+        print(
+            f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} (source + "
+            "target tokens per second, padding not counted; a few steps, so a rough figure)"
+        )
+        _print_table(
+            training_throughput(device=device),
+            [
+                ("task", "task", "s"),
+                ("batch", "batch", "s"),
+                ("tokens_per_s", "tokens/s", ".0f"),
+                ("s_per_step", "s/step", ".3f"),
+            ],
+        )
+    if "precision" in parts:
+        print(
+            f"\nMixed precision on {device_name(device)}: one Trainer step (forward, loss, "
+            "backward, Adam) in each precision (median ms; speed-up over float32 in the same case)"
+        )
+        rows = mixed_precision_steps(device=device, repeats=max(3, args.repeats // 2))
+        for row in rows:
+            if row["ms_per_step"] is None:
+                print(f"  {row['case']:36s} {row['precision']:5s} not run: {row['unsupported']}")
+            else:
+                print(
+                    f"  {row['case']:36s} {row['precision']:5s} {row['ms_per_step']:9.2f} ms   "
+                    f"x{row['speedup']:.2f}"
+                )
+    if "sdpa" in parts and device.type == "cuda":
+        print("\nFused attention backends, causal, B=4, h=16, T=4096, d_k=64, float16")
+        _print_table(
+            sdpa_backends(device, repeats=args.repeats),
+            [("backend", "backend", "s"), ("ms", "ms", ".2f"), ("extra_MiB", "extra MiB", ".1f")],
+        )
+    if "share" in parts:
+        dtypes = [torch.float32] + ([torch.bfloat16] if device.type == "cuda" else [])
+        print(
+            "\nSelf-attention forward (B=30, T=200, d_model=512, h=8) as a share of the best "
+            f"square-GEMM rate on {device_name(device)}, same dtype"
+        )
+        for dtype in dtypes:
+            _print_table(
+                attention_gemm_share(device=device, dtype=dtype, repeats=args.repeats),
+                [
+                    ("variant", "variant", "s"),
+                    ("dtype", "dtype", "s"),
+                    ("GFLOP_per_s", "GFLOP/s", ".1f"),
+                    ("gemm_GFLOP_per_s", "GEMM GFLOP/s", ".1f"),
+                    ("share", "share", ".0%"),
+                ],
+            )
+    if "versus" in parts:
+        print(
+            f"\nTraining step, ours against a stock torch.nn.Transformer loop on "
+            f"{device_name(device)}, threads: {torch.get_num_threads()}: English-French at the CPU "
+            "recipe's size, the same batches (tokens per second, padding not counted)"
+        )
+        _print_table(
+            versus_torch_transformer(device=device, steps=max(5, 2 * args.repeats)),
+            [
+                ("loop", "loop", "s"),
+                ("parameters", "parameters", ",d"),
+                ("tokens_per_s", "tokens/s", ".0f"),
+                ("ratio", "x stock", ".2f"),
+            ],
+        )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import torch
 
 from .._arguments import check_non_negative_ints
 
-__all__ = ["seed_everything", "pick_device"]
+__all__ = ["seed_everything", "pick_device", "device_name"]
 
 
 def seed_everything(seed: int = 0) -> int:
@@ -54,3 +54,23 @@ def pick_device(prefer: str | None = None) -> torch.device:
     if device.type not in available:
         raise ValueError(f"device {str(prefer)!r} is not available here; available: {available}")
     return device
+
+
+def device_name(device: torch.device | str) -> str:
+    """How prose and printed lines name ``device``: ``"this CPU"``, ``"this GPU (NVIDIA H100 80GB
+    HBM3)"`` (CUDA, with the card's name), ``"this Mac's GPU (mps)"``; any other type as ``"this
+    <type> device"``. A notebook that measures on ``pick_device()`` says where it measured with it.
+    """
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(
+            f"device must be a device name such as 'cpu' or a torch.device, got "
+            f"{type(device).__name__}"
+        )
+    device = torch.device(device)
+    if device.type == "cpu":
+        return "this CPU"
+    if device.type == "cuda":
+        return f"this GPU ({torch.cuda.get_device_name(device)})"
+    if device.type == "mps":
+        return "this Mac's GPU (mps)"
+    return f"this {device.type} device"

@@ -1,6 +1,7 @@
 """Training: the label-smoothed loss, the paper's warmup schedule, and a small trainer with
 checkpoints."""
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "IGNORE_INDEX",
     "read_checkpoint",
     "load_model_weights",
+    "PRECISIONS",
 ]
 
 # target value of positions a loss skips (F.cross_entropy's default ignore_index)
@@ -175,6 +177,40 @@ DIVERGENCE_FACTOR = 10.0
 
 _CHECKPOINT_KEYS = {"model", "optimizer", "scheduler", "step", "history", "rng_state"}
 
+# What Trainer(precision=...) accepts: the dtype its forward pass autocasts to (None: no autocast).
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _check_precision(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype of ``precision`` on ``device``, or a ValueError that says why it cannot
+    run there. torch.autocast itself only warns and turns itself off for a dtype the device lacks,
+    which would train silently in float32."""
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    dtype = PRECISIONS[precision]
+    if dtype is None:
+        return None
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        raise ValueError(
+            f"precision='bf16' needs a GPU with bfloat16 (compute capability 8.0 or later), got "
+            f"{torch.cuda.get_device_name(device)}; use precision='fp16'"
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            enabled = torch.autocast(device.type, dtype=dtype).fast_dtype == dtype
+        except RuntimeError as exc:  # a device type autocast does not know at all
+            raise ValueError(
+                f"precision={precision!r} needs torch.autocast on {device.type}: {exc}"
+            ) from None
+    if caught or not enabled:
+        reason = str(caught[0].message) if caught else "autocast is not available"
+        raise ValueError(
+            f"precision={precision!r} is not supported on device {device.type!r} by this PyTorch "
+            f"({torch.__version__}): {reason}"
+        )
+    return dtype
+
 
 # No percentage in the bar: the step count says the same and reads the same in a log.
 _BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} steps |{bar}| {elapsed}<{remaining}{postfix}"
@@ -266,6 +302,12 @@ class Trainer:
     ``loss_fn(logits, target)`` is the loss; without one, the plain cross-entropy over the counted
     positions (for a :class:`~transformer_lib.training.data.Batch`, every target that is not
     padding).
+
+    ``precision`` is ``"fp32"`` (default), ``"bf16"`` or ``"fp16"``: mixed precision, the forward
+    pass and the loss under ``torch.autocast`` to that 16-bit type (matrix products in 16 bits,
+    softmax, norms and the loss in 32; the weights, gradients and Adam's moments stay float32).
+    ``"fp16"`` adds a :class:`torch.amp.GradScaler`, saved in and restored from checkpoints. A
+    precision the device cannot run raises a ValueError that says so.
     """
 
     def __init__(
@@ -277,10 +319,18 @@ class Trainer:
         clip_grad_norm: float | None = 1.0,
         device: torch.device | str = "cpu",
         batches: BatchKind = SEQ2SEQ_BATCHES,
+        precision: str = "fp32",
     ):
+        device = torch.device(device)
+        self.autocast_dtype = _check_precision(precision, device)
+        self.precision = precision
         self.model, self.optimizer, self.scheduler = model.to(device), optimizer, scheduler
         self.loss_fn, self.batches = loss_fn, batches
-        self.clip_grad_norm, self.device = clip_grad_norm, torch.device(device)
+        self.clip_grad_norm, self.device = clip_grad_norm, device
+        # float16 gradients underflow to zero below ~6e-8: the scaler multiplies the loss before
+        # backward and divides the gradients before the update, skipping steps whose gradients
+        # overflowed (bfloat16 has float32's range and needs none)
+        self.scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
         self.step = 0
         self.history = History()
         self._warned_divergence = False
@@ -295,30 +345,50 @@ class Trainer:
         """
         self.batches.check(batch, self.loss_fn)
         self.model.train()
-        logits, target, counted = self.batches.forward(self.model, batch, self.device)
-        # logits (B, T, V), target (B, T), counted (B, T) bool: the positions scored
-        if self.loss_fn is not None:
-            loss = self.loss_fn(logits, target)
-        else:
-            loss = counted_cross_entropy(logits, target, counted)
-        if not torch.isfinite(loss):
+        with self._autocast():
+            logits, target, counted = self.batches.forward(self.model, batch, self.device)
+            # logits (B, T, V), target (B, T), counted (B, T) bool: the positions scored
+            if self.loss_fn is not None:
+                loss = self.loss_fn(logits, target)
+            else:
+                loss = counted_cross_entropy(logits, target, counted)
+        # the share of counted positions whose most likely token is the target; summed rather
+        # than boolean-indexed, so that the loss and it reach the host in one transfer (a GPU
+        # waits for the host once per step, not three times)
+        hits = ((logits.argmax(-1) == target) & counted).sum()
+        accuracy = hits.float() / counted.sum().float()
+        loss_value, accuracy = torch.stack([loss.detach().float(), accuracy]).tolist()
+        if not math.isfinite(loss_value):
             raise FloatingPointError(
-                f"loss became {loss.item()} at step {self.step}; lower the learning rate"
+                f"loss became {loss_value} at step {self.step}; lower the learning rate"
             )
-        self._warn_if_diverging(loss.item())
+        self._warn_if_diverging(loss_value)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.clip_grad_norm is not None:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad_norm)
-        self.optimizer.step()
+        if self.scaler is None:
+            loss.backward()
+            if self.clip_grad_norm is not None:
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad_norm)
+            self.optimizer.step()
+        else:
+            self.scaler.scale(loss).backward()
+            if self.clip_grad_norm is not None:
+                self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad_norm)
+            self.scaler.step(self.optimizer)  # skipped when a gradient overflowed
+            self.scaler.update()
         if self.scheduler is not None:
             self.scheduler.step()
         self.step += 1
-        accuracy = (logits.argmax(-1)[counted] == target[counted]).float().mean().item()
-        self.history.loss.append(loss.item())
+        self.history.loss.append(loss_value)
         self.history.token_accuracy.append(accuracy)
         self.history.lr.append(self.optimizer.param_groups[0]["lr"])
-        return loss.item()
+        return loss_value
+
+    def _autocast(self):
+        """The context the forward pass and the loss run in: autocast to the precision's dtype."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def _warn_if_diverging(self, loss: float) -> None:
         if (
@@ -385,6 +455,8 @@ class Trainer:
             "step": self.step,
             "history": asdict(self.history),
             "rng_state": torch.get_rng_state(),
+            "precision": self.precision,
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
         }
         tmp = path.with_name(path.name + ".tmp")
         try:
@@ -409,6 +481,9 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
+        if self.scaler is not None and state.get("scaler"):
+            # a float16 run resumes with the loss scale it had reached
+            self.scaler.load_state_dict(state["scaler"])
         self.step = state["step"]
         self.history = History(**state["history"])
         torch.set_rng_state(state["rng_state"].cpu())
