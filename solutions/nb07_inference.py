@@ -25,9 +25,10 @@ ANSWERS = {
         "each extra token adds a negative log-probability, so without a penalty (alpha = 0) beam "
         "search prefers short outputs, and alpha sets how far longer ones are favoured. Measured "
         "on the seed-0 recipe model and the 200 test dates of section 2: exact match 1.000 with "
-        "alpha = 0, 0.6 and 2, and no output changes. (Before the stop rule of section 2 was "
-        "fixed, beam search stopped as soon as W outputs had finished, and there alpha mattered: "
-        "short <eos> endings finished first, and with alpha = 0 one date came out empty.)"
+        "alpha = 0, 0.6 and 2, and no output changes. (An earlier version of the library used the "
+        "shortcut of section 2, stopping as soon as W outputs had finished, and there alpha "
+        "mattered: short <eos> endings finished first, and with alpha = 0 one date came out "
+        "empty.)"
     ),
 }
 

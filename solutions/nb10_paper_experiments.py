@@ -24,7 +24,8 @@ ANSWERS = {
         "many passes, and record the training loss next to the dev loss for P_drop = 0 and 0.1, "
         "several seeds each. Support for the hypothesis: without dropout the training loss keeps "
         "falling while the dev loss turns up (a growing train/dev gap), and P_drop = 0.1 ends with "
-        "the lower dev perplexity, beyond the seed spread; if P_drop = 0 still wins with no gap, "
+        "the lower dev perplexity, by a difference that a paired test over the seeds supports; if "
+        "P_drop = 0 still wins with no gap, "
         "the hypothesis is wrong."
     ),
 }

@@ -59,22 +59,30 @@ def my_kv_heads_for_budget(config, budget_bytes, dtype):
         if config.num_heads % k == 0
         and tl.kv_cache_bytes_per_token(config.replace(n_kv_heads=k), dtype) <= budget_bytes
     ]
+    if not fits:
+        one_head = tl.kv_cache_bytes_per_token(config.replace(n_kv_heads=1), dtype)
+        raise ValueError(
+            f"expected a budget of at least {one_head} bytes per token (one key/value head), "
+            f"got {budget_bytes}"
+        )
     return max(fits)
 
 
 ANSWERS = {
     "6": (
-        "Section 6 changes four things at once (the norm and its place, the positions, the "
-        "feed-forward, the biases), so its difference belongs to the bundle. To attribute it, run "
-        "an ablation: start from the modern block and switch back one piece at a time (RMSNorm -> "
-        "LayerNorm, pre-norm -> post-norm, rotary -> sinusoidal, SwiGLU -> ReLU at equal "
-        "parameters, no biases -> biases), and also the other way, from the paper's block "
-        "switching one piece forward, because the pieces interact (post-LN without warm-up behaves "
+        "Section 6 changes six things at once (the norm, its place with the modern block's final "
+        "norm, the positions, the feed-forward, the biases, and the scaling of the embeddings), so "
+        "its difference belongs to the bundle. To attribute it, run an ablation: start from the "
+        "modern block and switch back one piece at a time (RMSNorm -> LayerNorm, pre-norm -> "
+        "post-norm, rotary -> sinusoidal, SwiGLU -> ReLU at equal parameters, no biases -> biases, "
+        "unscaled -> scaled embeddings), and also the other way, from the paper's block switching "
+        "one piece forward, because the pieces interact (post-LN without warm-up behaves "
         "differently from pre-norm, so the effect of a piece can depend on the others). That is 2 "
-        "x 5 = 10 variants plus the two ends, each at 3 seeds at least: 36 runs, with the same "
+        "x 6 = 12 variants plus the two ends, each at 3 seeds at least: 42 runs, with the same "
         "data, steps and optimizer. Section 2 already is one such ablation (positions alone, "
-        "inside the modern block); a factorial design (2^5 = 32 combinations) would measure the "
-        "interactions too. Report each difference with its spread and a test, and keep the tuned "
+        "inside the modern block); a factorial design (2^6 = 64 combinations) would measure the "
+        "interactions too. Report each difference with its spread and a test that fits the design "
+        "(runs paired by seed: a paired test), and keep the tuned "
         "hyperparameters fixed or tune each variant equally, else the ablation measures the tuning."
     ),
 }

@@ -215,19 +215,20 @@ def test_main_rejects_an_unavailable_device(capsys):
     assert "not available" in capsys.readouterr().err
 
 
-def _micro_results():
+def _micro_results(rows=(("base", (9.0, 9.5, 10.0)), ("A h=1", (9.2, 9.6, 10.4)))):
     return [
         {
             "grid": "micro",
-            "config": "base",
-            "group": "base",
+            "config": config,
+            "group": config[0],
             "seed": s,
             "dev_ppl": v,
             "parameters": 1,
             "wall_s": 1.0,
             "exact_match": 0.0,
         }
-        for s, v in enumerate([9.0, 9.5, 10.0])
+        for config, values in rows
+        for s, v in enumerate(values)
     ]
 
 
@@ -236,6 +237,10 @@ def test_judge_own_row_trains_the_row_and_reports_the_prediction():
     row = ex.Row("mine", "C", {"d_ff": 64})
     message = judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
     assert "'mine'" in message and "dev perplexity" in message and "9.500 ± 0.500" in message
+    # judged against the base's seed 0 (9.000), with the noise of a paired difference: the sd of
+    # A h=1 - base over the seeds (0.2, 0.1, 0.4)
+    assert "the base's seed 0 (the same batches) reached 9.000" in message
+    assert "typically varies by 0.153" in message
     message = judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
     assert "you predicted 5.00" in message
 
@@ -268,6 +273,59 @@ def test_judge_own_row_names_what_is_wrong(answer, words):
 def test_judge_own_row_needs_committed_base_runs():
     with pytest.raises(ValueError, match="fewer than two seeds"):
         judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
+    only_base = _micro_results(rows=(("base", (9.0, 9.5, 10.0)),))
+    with pytest.raises(ValueError, match="no row of grid 'micro' with two or more seeds paired"):
+        judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), only_base, grid=MICRO)
+
+
+def test_judge_own_row_compares_with_the_same_seed_of_the_base(monkeypatch):
+    """Seed 0 of the base is far above its mean here: a row 0.05 above base seed 0 is "same"
+    (paired), though it is far above the base's mean."""
+    results = _micro_results(rows=(("base", (11.0, 9.0, 9.1)), ("A h=1", (11.1, 9.2, 9.1))))
+    monkeypatch.setattr(ex, "run_one", lambda *args, **kwargs: {"dev_ppl": 11.05})
+    message = judge_own_row(({"d_ff": 64}, "same"), results, grid=MICRO)
+    assert "a difference of +0.050" in message and "'same' (as you predicted)" in message
+
+
+def test_student_t_p_matches_tabulated_values():
+    # two-sided 5% points of Student's t (df 1, 2, 4, 30) and the normal limit
+    for t, df in [(12.7062, 1), (4.30265, 2), (2.77645, 4), (2.04227, 30), (1.95996, 10**7)]:
+        assert ex.student_t_p(t, df) == pytest.approx(0.05, abs=2e-5)
+    assert ex.student_t_p(2.0, 2) == pytest.approx(1 - 2 / 6**0.5, abs=1e-12)  # closed form, df 2
+    assert ex.student_t_p(0.0, 3) == 1.0 and ex.student_t_p(float("inf"), 3) == 0.0
+    assert ex.student_t_p(-1.0, 1) == pytest.approx(0.5)  # Cauchy: P(|t| > 1) = 1/2
+    with pytest.raises(ValueError, match="df must be a number > 0"):
+        ex.student_t_p(1.0, 0)
+
+
+def test_paired_and_welch_tests_and_holm():
+    # a constant shift with a little noise: paired sees it, unpaired (large seed spread) does not
+    a, b = [3.62, 3.39, 3.42], [3.40, 3.24, 3.22]
+    paired, welch = ex.paired_t_test(b, a), ex.welch_t_test(b, a)
+    assert paired["differences"] == pytest.approx([-0.22, -0.15, -0.20])
+    assert paired["df"] == 2 and paired["p"] < 0.05 < welch["p"]
+    assert paired["p"] == pytest.approx(ex.student_t_p(paired["t"], 2))
+    assert ex.paired_t_test([1.0, 2.0], [1.0, 2.0])["p"] == 1.0
+    assert ex.paired_t_test([2.0, 3.0], [1.0, 2.0])["p"] == 0.0  # the same shift every time
+    assert ex.welch_t_test([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])["p"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="as many values in a as in b"):
+        ex.paired_t_test([1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="2 or more finite numbers"):
+        ex.paired_t_test([1.0], [2.0])
+    # the sign-flip test at n = 3 cannot go below 2/8, however large the effect
+    assert ex.sign_flip_p([1.0, 1.1, 0.9]) == 0.25 and ex.sign_flip_p([1.0, -1.0, 0.1]) == 1.0
+    assert ex.holm({"a": 0.01, "b": 0.04, "c": 0.03}) == pytest.approx(
+        {"a": 0.03, "c": 0.06, "b": 0.06}
+    )
+
+
+def test_compare_with_base_pairs_the_runs_by_seed():
+    rows = ex.compare_with_base(_micro_results(), grid="micro")
+    assert [r["config"] for r in rows] == ["A h=1"] and rows[0]["seeds"] == [0, 1, 2]
+    assert rows[0]["differences"] == pytest.approx([0.2, 0.1, 0.4])
+    assert rows[0]["holm_p"] == rows[0]["p"] and rows[0]["sign_flip_p"] == 0.25
+    with pytest.raises(ValueError, match="no 'base' row"):
+        ex.compare_with_base(_micro_results(), grid="cpu")
 
 
 def test_check_table3_row_never_raises():

@@ -55,6 +55,12 @@ __all__ = [
     "read_results",
     "summarise",
     "spread_vs_noise",
+    "student_t_p",
+    "paired_t_test",
+    "welch_t_test",
+    "sign_flip_p",
+    "holm",
+    "compare_with_base",
     "main",
 ]
 
@@ -539,6 +545,164 @@ def spread_vs_noise(summary: Sequence[dict]) -> dict:
         "seed_std": noise,
         "ratio": spread / noise if noise > 0 else float("inf"),
     }
+
+
+# --- statistics: tests that fit a grid of seeded runs ---------------------------------------------
+#
+# Every run of a row with seed s trains on the same batches as every other row's seed s (the task
+# draws the batch of step s from s alone), and rows of the base's shape also start from the same
+# initial weights: the runs are paired by seed. The test that fits is a paired t-test on the
+# per-seed differences. scipy is not a dependency: Student's t comes from the regularized incomplete
+# beta function, computed below by its continued fraction.
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), by its continued fraction (modified
+    Lentz), on the side where it converges fast."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _incomplete_beta(b, a, 1.0 - x)
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    value = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            value *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return front * value / a
+
+
+def student_t_p(t: float, df: float) -> float:
+    """The two-sided p-value of Student's t statistic ``t`` on ``df`` degrees of freedom: the chance
+    of a |t| at least this large when there is no difference, I_{df/(df+t^2)}(df/2, 1/2)."""
+    if not (isinstance(df, (int, float)) and df > 0):
+        raise ValueError(f"df must be a number > 0, got {df!r}")
+    if math.isnan(t):
+        raise ValueError(f"t must be a number, got {t!r}")
+    if math.isinf(t):
+        return 0.0
+    return min(1.0, _incomplete_beta(df / 2, 0.5, df / (df + t * t)))
+
+
+def _samples(name: str, values: Sequence[float], minimum: int = 2) -> list[float]:
+    values = list(values)
+    if len(values) < minimum or not all(
+        isinstance(v, (int, float)) and math.isfinite(v) for v in values
+    ):
+        raise ValueError(f"{name} must be {minimum} or more finite numbers, got {values!r}")
+    return [float(v) for v in values]
+
+
+def _t_result(mean: float, se: float, df: float) -> tuple[float, float]:
+    """t and its two-sided p; a zero standard error gives t = ±inf (p = 0), or t = 0 (p = 1)
+    when the mean is zero too."""
+    if se == 0.0:
+        return (0.0, 1.0) if mean == 0.0 else (math.copysign(math.inf, mean), 0.0)
+    t = mean / se
+    return t, student_t_p(t, df)
+
+
+def paired_t_test(a: Sequence[float], b: Sequence[float]) -> dict:
+    """Student's paired t-test of ``a[i] - b[i]`` (pair i: the same seed): the differences, their
+    mean and sample standard deviation, t on n - 1 degrees of freedom and the two-sided p-value.
+
+    It assumes the per-pair differences are independent draws from a normal distribution; with
+    three pairs that assumption carries the test (:func:`sign_flip_p` makes none, and cannot reach
+    p < 0.25 at n = 3)."""
+    a, b = _samples("a", a), _samples("b", b)
+    if len(a) != len(b):
+        raise ValueError(
+            f"a paired test needs as many values in a as in b, got {len(a)} and {len(b)}"
+        )
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    mean, sd = statistics.fmean(differences), statistics.stdev(differences)
+    t, p = _t_result(mean, sd / math.sqrt(len(differences)), len(differences) - 1)
+    return {"differences": differences, "mean": mean, "sd": sd, "t": t, "df": len(a) - 1, "p": p}
+
+
+def welch_t_test(a: Sequence[float], b: Sequence[float]) -> dict:
+    """Welch's unpaired t-test of mean(a) - mean(b): for independent samples (no pairing), each with
+    its own variance; t, the Welch-Satterthwaite degrees of freedom and the two-sided p-value."""
+    a, b = _samples("a", a), _samples("b", b)
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    mean = statistics.fmean(a) - statistics.fmean(b)
+    if va + vb == 0.0:
+        df = float(len(a) + len(b) - 2)
+    else:
+        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t, p = _t_result(mean, math.sqrt(va + vb), df)
+    return {"mean": mean, "t": t, "df": df, "p": p}
+
+
+def sign_flip_p(differences: Sequence[float]) -> float:
+    """The exact two-sided p-value of the sign-flip (permutation) test of paired differences: the
+    share of the 2^n sign patterns whose mean is at least as far from 0 as the observed one. It
+    assumes only that a difference is as likely to be +d as -d when there is no effect; its smallest
+    possible value is 2 / 2^n, 0.25 for n = 3."""
+    differences = _samples("differences", differences, minimum=1)
+    if len(differences) > 20:
+        raise ValueError(f"sign_flip_p enumerates 2^n patterns: n <= 20, got {len(differences)}")
+    observed = abs(sum(differences)) * (1 - 1e-12)
+    count = 0
+    for pattern in range(2 ** len(differences)):
+        total = sum(-d if pattern >> i & 1 else d for i, d in enumerate(differences))
+        count += abs(total) >= observed
+    return count / 2 ** len(differences)
+
+
+def holm(p_values: dict[str, float]) -> dict[str, float]:
+    """Holm's step-down adjustment of several p-values (one per comparison) so that the chance of
+    any false call among them stays at the level: the k-th smallest is multiplied by (m - k + 1),
+    and the adjusted values are kept non-decreasing."""
+    adjusted, running = {}, 0.0
+    ordered = sorted(p_values.items(), key=lambda item: item[1])
+    for k, (name, p) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - k) * p))
+        adjusted[name] = running
+    return adjusted
+
+
+def compare_with_base(
+    results: Iterable[dict], grid: str = "cpu", metric: str = "dev_ppl", base: str = "base"
+) -> list[dict]:
+    """Every other row of ``grid`` against ``base``, paired by seed (:func:`paired_t_test` on
+    row - base for the seeds both have), in the grid's order: the row, its seeds, the mean
+    difference, the per-seed differences, t, df, p, Holm's p over all the rows, and the exact
+    sign-flip p (:func:`sign_flip_p`)."""
+    runs: dict[str, dict[int, float]] = {}
+    for r in results:
+        if r["grid"] == grid:
+            runs.setdefault(r["config"], {})[r["seed"]] = r[metric]
+    if base not in runs:
+        raise ValueError(f"the results hold no {base!r} row of grid {grid!r}")
+    order = {row.name: i for i, row in enumerate(GRIDS[grid].rows)} if grid in GRIDS else {}
+    comparisons = []
+    for name in sorted(runs, key=lambda n: order.get(n, len(order))):
+        if name == base:
+            continue
+        seeds = sorted(set(runs[name]) & set(runs[base]))
+        test = paired_t_test([runs[name][s] for s in seeds], [runs[base][s] for s in seeds])
+        flip = sign_flip_p(test["differences"])
+        comparisons.append({"config": name, "seeds": seeds, **test, "sign_flip_p": flip})
+    adjusted = holm({c["config"]: c["p"] for c in comparisons})
+    for c in comparisons:
+        c["holm_p"] = adjusted[c["config"]]
+    return comparisons
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,6 +5,7 @@ prediction (:func:`judge_own_row`).
 """
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -52,7 +53,12 @@ def judge_own_row(
     the row for seed 0 on the grid's budget and returns what happened next to the prediction; raises
     ValueError (or TypeError) naming what is wrong.
 
-    "same" means within two of the base row's seed standard deviations of its mean in ``results``.
+    The row is judged against the base row's **seed 0** in ``results`` (the same batches, and the
+    same initial weights when the shapes match), not against the base's mean over seeds: the seeds
+    pair the runs, and seed 0 may be a good or a bad seed for both. The difference counts as "same"
+    when it is within two of the grid's typical seed-to-seed standard deviations of a row-minus-base
+    difference (the median over the rows of ``results``, from
+    :func:`~transformer_lib.training.experiments.compare_with_base`).
     """
     grid = ex.GRIDS[grid] if isinstance(grid, str) else grid
     if not (isinstance(answer, tuple) and len(answer) == 2):
@@ -98,11 +104,23 @@ def judge_own_row(
                 f"the grid already has this row ({existing.name!r}): predict a row of your own"
             )
     base = [s for s in ex.summarise(results, grid.name) if s["config"] == "base"]
-    if not base or base[0]["seeds"] < 2:
+    base_seed0 = [
+        r["dev_ppl"]
+        for r in results
+        if r["grid"] == grid.name and r["config"] == "base" and r["seed"] == 0
+    ]
+    if not base or base[0]["seeds"] < 2 or not base_seed0:
         raise ValueError(
-            f"the results hold fewer than two seeds of grid {grid.name!r}'s base row to compare "
-            "with"
+            f"the results hold fewer than two seeds (seed 0 among them) of grid {grid.name!r}'s "
+            "base row to compare with"
         )
+    paired = [c for c in ex.compare_with_base(results, grid.name) if len(c["seeds"]) >= 2]
+    if not paired:
+        raise ValueError(
+            f"the results hold no row of grid {grid.name!r} with two or more seeds paired with the "
+            "base: nothing to measure the noise of a difference with"
+        )
+    noise = statistics.median(c["sd"] for c in paired)
     task = task if task is not None else StringProgramTask()
     try:
         config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
@@ -111,8 +129,12 @@ def judge_own_row(
         raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
     # counted without memory: a huge row gets this message, not an allocation error
     with torch.device("meta"):
-        size = count_parameters(Transformer(config))["total"]
-        base_size = count_parameters(Transformer(base_config))["total"]
+        model, base_model = Transformer(config), Transformer(base_config)
+        size, base_size = (count_parameters(m)["total"] for m in (model, base_model))
+        # the same parameter shapes in the same order draw the same initial weights from one seed
+        same_weights = [p.shape for p in model.parameters()] == [
+            p.shape for p in base_model.parameters()
+        ]
     if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
         raise ValueError(
             f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base "
@@ -120,20 +142,22 @@ def judge_own_row(
             "trains in about a minute"
         )
     result = ex.run_one(grid, row, 0, task)
-    mean, std = base[0]["mean"], base[0]["std"]
-    ppl = result["dev_ppl"]
-    outcome = "same" if abs(ppl - mean) <= 2 * std else ("lower" if ppl < mean else "higher")
+    mean, std, ppl = base[0]["mean"], base[0]["std"], result["dev_ppl"]
+    difference = ppl - base_seed0[0]
+    outcome = "same" if abs(difference) <= 2 * noise else ("lower" if difference < 0 else "higher")
     if isinstance(prediction, str):
         verdict = "as you predicted" if prediction == outcome else f"you predicted {prediction!r}"
     else:
-        verdict = (
-            f"you predicted {prediction:.2f}, off by {abs(result['dev_ppl'] - prediction):.2f}"
-        )
+        verdict = f"you predicted {prediction:.2f}, off by {abs(ppl - prediction):.2f}"
     return (
-        f"row {row.name!r} ({size:,} parameters) reached dev perplexity {result['dev_ppl']:.3f} "
-        f"(seed 0, {grid.steps} steps); the base row has {mean:.3f} ± {std:.3f} over "
-        f"{base[0]['seeds']} seeds, so yours is {outcome!r} ({verdict}). One seed: run seeds 1 and "
-        "2 (run_one) before you trust a small difference."
+        f"row {row.name!r} ({size:,} parameters) reached dev perplexity {ppl:.3f} (seed 0, "
+        f"{grid.steps} steps); the base's seed 0 (the same batches"
+        f"{', and the same initial weights' if same_weights else ''}) reached "
+        f"{base_seed0[0]:.3f}, a difference of {difference:+.3f}. A grid row's difference from the "
+        f"base typically varies by {noise:.3f} (standard deviation) from seed to seed, so yours is "
+        f"{outcome!r} ({verdict}). For reference, the base's mean over {base[0]['seeds']} seeds "
+        f"is {mean:.3f} ± {std:.3f}. One seed: run seeds 1 and 2 (run_one) and a paired test "
+        "(experiments.paired_t_test) before you trust a small difference."
     )
 
 
