@@ -106,6 +106,13 @@ def test_every_correct_way_to_split_a_per_head_fused_projection_passes(split):
             "feature by feature",
         ),
         (lambda x, h: x.view(x.size(0), x.size(1), h, 3, -1).unbind(3), "heads axis"),
+        (
+            lambda x, h: tuple(
+                t.reshape(x.size(0), h, x.size(1), -1)
+                for t in x.view(x.size(0), x.size(1), h, 3, -1).unbind(3)
+            ),
+            "tokens are scrambled",
+        ),
         (lambda x, h: (lambda q, k, v: (k, q, v))(*_neox_permute(x, h)), "swapped"),
         (lambda x, h: _neox_permute(x, h)[0], "three tensors"),
         (lambda x, h: _neox_permute(x, h)[:2], "three tensors"),
