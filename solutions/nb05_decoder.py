@@ -32,20 +32,25 @@ class MyDecoderLayer(nn.Module):
 
 
 def my_count_parameters(config):
-    """``tl.Transformer(config)``'s parameters, by hand. Per layer: attention 4 (d^2 + d) (four
-    projections with biases; heads add nothing), feed-forward 2 d d_ff + d_ff + d, LayerNorm 2 d;
-    the encoder layer has one attention and two norms, the decoder layer two attentions and three
-    norms; pre-LN adds a final norm to each stack. Shared embeddings are one V x d matrix, counted
-    once; untied, the source embedding, the target embedding and the output projection (no bias)
-    each count. The sinusoidal table is a buffer, not a parameter."""
+    """``tl.Transformer(config)``'s parameters, by hand. Per layer: attention 4 d^2 (four
+    projections; heads add nothing) plus 4 d biases, feed-forward 2 d d_ff plus d_ff + d biases
+    (bias=False drops those biases, not the LayerNorms'), LayerNorm 2 d; the encoder layer has one
+    attention and two norms, the decoder layer two attentions and three norms; pre-LN adds a final
+    norm to each stack. Shared embeddings are one V x d matrix, counted once; untied, the source
+    embedding, the target embedding and the output projection (no bias) each count. The sinusoidal
+    table is a buffer, not a parameter; a learned one is one max_len x d table, shared by both
+    stacks."""
     d, d_ff, n = config.d_model, config.d_ff, config.num_layers
-    attention, ffn, norm = 4 * (d * d + d), 2 * d * d_ff + d_ff + d, 2 * d
+    attention, ffn, norm = 4 * d * d, 2 * d * d_ff, 2 * d
+    if config.bias:
+        attention, ffn = attention + 4 * d, ffn + d_ff + d
     stacks = n * (attention + ffn + 2 * norm) + n * (2 * attention + ffn + 3 * norm)
     if config.norm_first:
         stacks += 2 * norm
+    positions = config.max_len * d if config.positional == "learned" else 0
     if config.share_embeddings:
-        return stacks + config.src_vocab_size * d
-    return stacks + config.src_vocab_size * d + 2 * config.tgt_vocab_size * d
+        return stacks + positions + config.src_vocab_size * d
+    return stacks + positions + config.src_vocab_size * d + 2 * config.tgt_vocab_size * d
 
 
 ANSWERS = {

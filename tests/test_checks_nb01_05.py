@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer_lib as tl
+from solutions.nb04_encoder import MyEncoderLayer
 
 # --- 01: attention, the Annotated Transformer's -1e9 -------------------------------------------
 
@@ -106,6 +107,13 @@ def test_every_correct_way_to_split_a_per_head_fused_projection_passes(split):
             "feature by feature",
         ),
         (lambda x, h: x.view(x.size(0), x.size(1), h, 3, -1).unbind(3), "heads axis"),
+        (
+            lambda x, h: tuple(
+                t.reshape(x.size(0), h, x.size(1), -1)
+                for t in x.view(x.size(0), x.size(1), h, 3, -1).unbind(3)
+            ),
+            "tokens are scrambled",
+        ),
         (lambda x, h: (lambda q, k, v: (k, q, v))(*_neox_permute(x, h)), "swapped"),
         (lambda x, h: _neox_permute(x, h)[0], "three tensors"),
         (lambda x, h: _neox_permute(x, h)[:2], "three tensors"),
@@ -338,7 +346,22 @@ class _EncoderDeepcopies(_Encoder):  # copies of one layer: distinct objects, di
         return self.final_norm(x) if self.norm_first else x
 
 
-@pytest.mark.parametrize("module", [_Encoder, _EncoderDeepcopies])
+class _EncoderOfOwnLayers(_Encoder):  # exercise 2's layer, the learner's own, stacked
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        nn.Module.__init__(self)
+        self.layers = nn.ModuleList(
+            MyEncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers)
+        )
+        self.norm_first = norm_first
+        self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x)
+
+
+@pytest.mark.parametrize("module", [_Encoder, _EncoderDeepcopies, _EncoderOfOwnLayers])
 def test_every_correct_encoder_stack_passes(module):
     result = tl.checks.check_encoder(module)
     assert result, result.message
@@ -410,6 +433,11 @@ def _final_never(self, x, mask=None):
         (_encoder_variant(kind="post_layers"), "norm_first"),
         (_encoder_variant(kind="own_layers"), "tl.EncoderLayer"),
         (_encoder_variant(_no_mask), "padding mask"),
+        (type("OwnNoMask", (_EncoderOfOwnLayers,), {"forward": _no_mask}), "padding mask"),
+        (
+            type("OwnNotChained", (_EncoderOfOwnLayers,), {"forward": _not_chained}),
+            "previous layer's output",
+        ),
         (_encoder_variant(_not_chained), "previous layer's output"),
         (_encoder_variant(_final_every_layer), "after every layer"),
         (_encoder_variant(_final_never), "never applied"),
@@ -437,12 +465,13 @@ def test_a_pre_ln_decoder_layer_that_normalises_the_memory_is_named():
 
 
 def _count(config):
-    d, f, n = config.d_model, config.d_ff, config.num_layers
-    attention, ffn, norm = 4 * (d * d + d), 2 * d * f + f + d, 2 * d
+    d, f, n, b = config.d_model, config.d_ff, config.num_layers, config.bias
+    attention, ffn, norm = 4 * d * d + 4 * d * b, 2 * d * f + (f + d) * b, 2 * d
     total = n * (attention + ffn + 2 * norm) + n * (2 * attention + ffn + 3 * norm)
     total += 2 * norm if config.norm_first else 0
     vocab = config.src_vocab_size + (0 if config.share_embeddings else 2 * config.tgt_vocab_size)
-    return total + vocab * d
+    positions = config.max_len if config.positional == "learned" else 0
+    return total + (vocab + positions) * d
 
 
 def _count_by_building(config):
@@ -472,6 +501,26 @@ def _replaced(**changes):
             "count it once",
         ),
         (lambda c: _count(c) + 2 * c.max_len * c.d_model, "buffer"),
+        (
+            lambda c: _count(c) + (0 if c.positional == "learned" else c.max_len * c.d_model),
+            "buffer",
+        ),
+        (_replaced(positional="sinusoidal"), "learned table"),
+        (
+            lambda c: _count(c) + (c.max_len * c.d_model if c.positional == "learned" else 0),
+            "share one learned",
+        ),
+        (_replaced(bias=True), "still counted"),
+        (
+            lambda c: (
+                _count(c) - (0 if c.bias else (5 * c.num_layers + 2 * c.norm_first) * c.d_model)
+            ),
+            "keeps its shift",
+        ),
+        (
+            lambda c: _count(c) - (0 if c.share_embeddings else c.tgt_vocab_size * c.d_model),
+            "third matrix",
+        ),
         (
             lambda c: _count(c) - c.num_layers * (4 * c.d_model**2 + 4 * c.d_model),
             "cross-attention",

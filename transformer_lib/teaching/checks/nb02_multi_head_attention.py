@@ -97,12 +97,16 @@ def _fused_qkv(qkv, num_heads, *, order=("head", "qkv", "feature"), transpose=Tr
     T, d_k)``. ``order``: how each token's features are laid out, slowest axis first; GPT-NeoX's
     ``query_key_value`` layer (the default): per head, that head's query, key and value, ``(h, 3,
     d_k)``. ``("qkv", "head", "feature")`` is section 4's layout, ``[Q | K | V]``;
-    ``transpose=False`` forgets to move the heads before T (the mistakes' knobs)."""
+    ``transpose=False`` forgets to move the heads before T, ``transpose="reshape"`` reshapes
+    ``(B, T, h, d_k)`` straight to ``(B, h, T, d_k)`` (the mistakes' knobs)."""
     batch, length, width = qkv.shape
     sizes = {"head": num_heads, "qkv": 3, "feature": width // (3 * num_heads)}
     parts = qkv.reshape(batch, length, *(sizes[a] for a in order))  # (B, T, ...)
     axes = [2 + order.index(a) for a in ("qkv", "head", "feature")]
     parts = parts.permute(0, 1, *axes)  # (B, T, 3, h, d_k)
+    if transpose == "reshape":  # the right shape, but tokens and heads cut across
+        parts = parts.permute(2, 0, 1, 3, 4).reshape(3, batch, num_heads, length, -1)
+        return tuple(parts.unbind(0))  # 3 x (B, h, T, d_k), scrambled
     parts = parts.permute(2, 0, 3, 1, 4) if transpose else parts.permute(2, 0, 1, 3, 4)
     return tuple(parts.unbind(0))  # 3 x (B, h, T, d_k), or (B, T, h, d_k) without the transpose
 
@@ -153,6 +157,12 @@ SPLIT_FUSED_QKV = Entry(
             "the values are right but the heads axis must come before T: you returned (B, T, h, "
             "d_k). Hint: move the heads axis to position 1, `.transpose(1, 2)` or `.permute`.",
             partial(_fused_qkv, transpose=False),
+        ),
+        Mistake(
+            "the shape is right but the tokens are scrambled: reshaping (B, T, h, d_k) straight "
+            "to (B, h, T, d_k) cuts across tokens (it does not move the heads axis, it refills the "
+            "same memory order). Hint: use `.transpose(1, 2)` or `.permute`, not `.reshape`.",
+            partial(_fused_qkv, transpose="reshape"),
         ),
         Mistake(
             "q and k are swapped: in each head's block the query comes first, then the key, then "

@@ -118,7 +118,7 @@ SINUSOIDAL_HALVES = Entry(
     ],
     [
         Mistake(
-            "this is section 1's interleaved layout (sin w0 | cos w0 | sin w1 | ...); the halves "
+            "this is section 2's interleaved layout (sin w0 | cos w0 | sin w1 | ...); the halves "
             "layout puts the same numbers in another column order: every sine first, slowest "
             "last, then every cosine.",
             _table,
@@ -128,7 +128,7 @@ SINUSOIDAL_HALVES = Entry(
             partial(_table, layout="halves", sin_first=False),
         ),
         Mistake(
-            "with an odd d_model the table has one more sine than cosine (as section 1's table "
+            "with an odd d_model the table has one more sine than cosine (as section 2's table "
             "has: its last column, an even feature, is a sine): ceil(d_model / 2) sines, then "
             "floor(d_model / 2) cosines; you gave the extra column to the cosines.",
             partial(_table, layout="halves_floor"),
@@ -143,10 +143,10 @@ SINUSOIDAL_HALVES = Entry(
             lambda d, n: _table(d, n, layout="halves").T,
         ),
     ],
-    "Hint: the halves table holds section 1's numbers with its columns reordered: first the "
+    "Hint: the halves table holds section 2's numbers with its columns reordered: first the "
     "sines, columns 0, 2, 4, ... of the interleaved table, then the cosines, columns 1, 3, 5, "
     "....",
-    "every sine first, then every cosine, odd widths too: section 1's numbers in the halves "
+    "every sine first, then every cosine, odd widths too: section 2's numbers in the halves "
     "layout.",
 )
 

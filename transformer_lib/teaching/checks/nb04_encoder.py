@@ -5,6 +5,7 @@ Each builds the learner's class and compares it with the library's module holdin
 layer (notebook 05) meets as well.
 """
 
+import copy
 from functools import partial
 
 import torch
@@ -258,10 +259,33 @@ CONV_FEED_FORWARD = Entry(
 )
 
 
+def _norm_first(layer: nn.Module) -> bool | None:
+    """The placement a layer was built with: ``tl.EncoderLayer``'s, or a ``norm_first`` attribute
+    of the student's own layer (None: it does not say)."""
+    if isinstance(layer, EncoderLayer):
+        return layer.residual_attn.norm_first
+    flag = getattr(layer, "norm_first", None)
+    return flag if isinstance(flag, bool) else None
+
+
+class _OwnLayer(nn.Module):
+    """A copy of the student's own encoder layer (exercise 2's ``MyEncoderLayer``, say) that
+    ``tl.Encoder`` can call as it calls its layers, ``layer(x, mask, cache)``: the stack's check
+    grades the stack, whatever layer it stacks."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = copy.deepcopy(layer)
+
+    def forward(self, x, mask=None, cache=None):
+        return self.layer(x, mask)  # (B, T, d_model)
+
+
 def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_first=False):
     """``tl.Encoder`` holding the student's weights, after checking the stack's structure: N
-    distinct ``tl.EncoderLayer`` in ``self.layers`` (an nn.ModuleList), built with the stack's
-    ``norm_first``, and a LayerNorm ``final_norm`` in pre-LN only."""
+    distinct layers in ``self.layers`` (an nn.ModuleList), built with the stack's ``norm_first``,
+    and a LayerNorm ``final_norm`` in pre-LN only. A ``tl.EncoderLayer`` lends its weights to the
+    library's layer; any other layer (the student's own) is copied into the stack as it is."""
     layers = getattr(student, "layers", None)
     if not isinstance(layers, nn.ModuleList):
         raise Failure(
@@ -269,12 +293,23 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
             f"{describe(layers)}. A plain Python list hides its layers from `.parameters()`, "
             "so the optimizer would never train them. Hint: `self.layers = nn.ModuleList(...)`."
         )
-    if len(layers) != num_layers or not all(isinstance(la, EncoderLayer) for la in layers):
-        found = [type(la).__name__ for la in layers]
+    if len(layers) != num_layers:
         raise Failure(
-            f"expected {num_layers} tl.EncoderLayer in `self.layers`, found {found}. Hint: "
-            "`tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)`: the "
-            "check reads the layers' weights by its names."
+            f"expected {num_layers} layers in `self.layers`, found {len(layers)}. Hint: "
+            "`nn.ModuleList(tl.EncoderLayer(d_model, num_heads, d_ff, dropout=0.0, "
+            "norm_first=norm_first) for _ in range(num_layers))`."
+        )
+    weightless = [
+        i
+        for i, la in enumerate(layers)
+        if not isinstance(la, EncoderLayer) and not any(True for _ in la.parameters())
+    ]
+    if weightless:
+        raise Failure(
+            f"layers {weightless} of `self.layers` have no weights "
+            f"({describe(layers[weightless[0]])}): an encoder layer learns its attention, "
+            "feed-forward and LayerNorms. Hint: stack `tl.EncoderLayer(d_model, num_heads, d_ff, "
+            "dropout=0.0, norm_first=norm_first)` (or your own encoder layer of exercise 2)."
         )
     seen: dict[int, int] = {}
     for i, layer in enumerate(layers):
@@ -288,7 +323,7 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
                     "range(num_layers))`."
                 )
             seen[id(tensor)] = i
-    wrong = [i for i, la in enumerate(layers) if la.residual_attn.norm_first != norm_first]
+    wrong = [i for i, la in enumerate(layers) if _norm_first(la) not in (None, norm_first)]
     if wrong:
         raise Failure(
             f"the stack was built with norm_first={norm_first}, but layers {wrong} were built "
@@ -312,8 +347,11 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
         )
     reference = Encoder(num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=norm_first)
     with torch.no_grad():
-        for mine, theirs in zip(reference.layers, layers, strict=True):
-            mine.load_state_dict(theirs.state_dict())
+        for i, (mine, theirs) in enumerate(zip(reference.layers, layers, strict=True)):
+            if isinstance(theirs, EncoderLayer):
+                mine.load_state_dict(theirs.state_dict())
+            else:  # a layer of the student's own: the stack is graded, the layer used as it is
+                reference.layers[i] = _OwnLayer(theirs)
     if norm_first:
         references.copy_weight(reference.final_norm, student, "final_norm")
     return reference

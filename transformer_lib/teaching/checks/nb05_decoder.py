@@ -143,23 +143,31 @@ def _count(
     final_norms=True,
     tied=True,
     output_bias=False,
-    positions=False,
+    positions="config",
     cross=True,
     decoder_norms=3,
-    biases=True,
+    biases="config",
     heads=False,
     one_vocab=False,
+    output_projection=True,
 ) -> int:
     """The encoder-decoder's parameters written out, with a knob per typical mistake:
     ``final_norms`` counts the pre-LN stacks' final LayerNorms (True: in pre-LN only; "always": in
     post-LN too); ``tied``: count a shared embedding once (False: once per use, three times);
-    ``output_bias``: an untied output projection with a bias; ``positions``: the sinusoidal table as
-    parameters; ``cross``: the decoder's cross-attention; ``decoder_norms``: LayerNorms per decoder
-    layer; ``biases``: attention and feed-forward biases; ``heads``: attention counted once per
-    head; ``one_vocab``: an untied target side sized by the source vocabulary."""
+    ``output_bias``: an untied output projection with a bias; ``positions``: "config" counts the
+    learned table (one, max_len x d_model) only with positional="learned", "always" counts one for
+    the sinusoidal buffer too, "two" one per stack whatever the kind, "never" forgets the learned
+    one, "per_stack" counts it once per stack; ``cross``: the decoder's cross-attention;
+    ``decoder_norms``: LayerNorms per decoder layer; ``biases``: attention and feed-forward biases
+    ("config": as config.bias says; True or False: whatever it says; "norms_too": bias=False taken
+    to drop the LayerNorms' shift as well); ``heads``: attention counted once per head;
+    ``one_vocab``: an untied target side sized by the source vocabulary; ``output_projection``:
+    False forgets the untied output projection."""
     d, f, n = config.d_model, config.d_ff, config.num_layers
-    attention = (4 * d * d + (4 * d if biases else 0)) * (config.num_heads if heads else 1)
-    ffn, norm = 2 * d * f + ((f + d) if biases else 0), 2 * d
+    has_bias = config.bias if biases in ("config", "norms_too") else biases
+    attention = (4 * d * d + (4 * d if has_bias else 0)) * (config.num_heads if heads else 1)
+    ffn = 2 * d * f + ((f + d) if has_bias else 0)
+    norm = d if biases == "norms_too" and not config.bias else 2 * d
     encoder = n * (attention + ffn + 2 * norm)
     decoder = n * ((2 if cross else 1) * attention + ffn + decoder_norms * norm)
     stacks = encoder + decoder
@@ -170,8 +178,13 @@ def _count(
     if config.share_embeddings:
         embeddings = source * d * (1 if tied else 3)
     else:  # source embedding, target embedding, output projection
-        embeddings = source * d + 2 * target * d + (target if output_bias else 0)
-    return stacks + embeddings + (2 * config.max_len * d if positions else 0)
+        projection = target * d + (target if output_bias else 0)
+        embeddings = source * d + target * d + (projection if output_projection else 0)
+    learned = config.positional == "learned"
+    tables = {"config": learned, "always": 1, "never": 0, "per_stack": 2 * learned, "two": 2}[
+        positions
+    ]
+    return stacks + embeddings + tables * config.max_len * d
 
 
 def _library_count(config: TransformerConfig) -> int:
@@ -182,8 +195,8 @@ def _library_count(config: TransformerConfig) -> int:
 
 
 def _count_cases() -> list[Case]:
-    """Four configurations: post-LN and pre-LN with one shared vocabulary, untied embeddings with
-    two vocabulary sizes, and the paper's base model."""
+    """Six configurations: post-LN and pre-LN with one shared vocabulary, untied embeddings with
+    two vocabulary sizes, learned positions, bias=False, and the paper's base model."""
     small = dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, src_vocab_size=1000)
     configs = [
         (TransformerConfig(**small, tgt_vocab_size=1000), "post-LN, shared vocabulary of 1000"),
@@ -194,6 +207,14 @@ def _count_cases() -> list[Case]:
         (
             TransformerConfig(**small, tgt_vocab_size=700, share_embeddings=False),
             "post-LN, untied: source vocabulary 1000, target 700",
+        ),
+        (
+            TransformerConfig(**small, tgt_vocab_size=1000, positional="learned", max_len=64),
+            "post-LN, shared vocabulary of 1000, learned positions, max_len=64",
+        ),
+        (
+            TransformerConfig(**small, tgt_vocab_size=1000, norm_first=True, bias=False),
+            "pre-LN, shared vocabulary of 1000, bias=False",
         ),
         (TransformerConfig.paper_base(vocab_size=37000), "the paper's base, vocabulary 37000"),
     ]
@@ -224,9 +245,24 @@ _COUNT_MISTAKES = [
         {"tied": False},
     ),
     (
-        "the sinusoidal table is a buffer, computed, not learned: it is no parameter "
-        "(`count_parameters` lists `positions` with 0).",
-        {"positions": True},
+        "the sinusoidal table is a buffer, not a parameter (section 5's count lists `positions` "
+        "with 0); max_len changes nothing unless positional='learned'.",
+        {"positions": "always"},
+    ),
+    (
+        "the encoder and the decoder share one learned position table (`positions` in "
+        "count_parameters): max_len x d_model, counted once.",
+        {"positions": "per_stack"},
+    ),
+    (
+        "with positional='learned' the positions are a learned table, max_len x d_model "
+        "parameters (`positions` in count_parameters), that you did not count.",
+        {"positions": "never"},
+    ),
+    (
+        "the sinusoidal table is a buffer, not a parameter (section 5's count lists `positions` "
+        "with 0), in neither stack; max_len changes nothing unless positional='learned'.",
+        {"positions": "two"},
     ),
     (
         "the decoder layers lack their cross-attention: each has two attentions (self and "
@@ -239,9 +275,20 @@ _COUNT_MISTAKES = [
         {"decoder_norms": 2},
     ),
     (
-        "the attention and feed-forward biases are missing: the library's projections have "
-        "biases, as PyTorch's do (4 * d_model per attention, d_ff + d_model per feed-forward).",
+        "the attention and feed-forward biases are missing: with bias=True (the default) the "
+        "library's projections have biases, as PyTorch's do (4 * d_model per attention, d_ff + "
+        "d_model per feed-forward).",
         {"biases": False},
+    ),
+    (
+        "bias=False removes the attention and feed-forward biases, which you still counted (4 * "
+        "d_model per attention, d_ff + d_model per feed-forward).",
+        {"biases": True},
+    ),
+    (
+        "bias=False removes the attention and feed-forward biases only: every LayerNorm keeps "
+        "its shift, 2 * d_model parameters each.",
+        {"biases": "norms_too"},
     ),
     (
         "you counted the attention once per head: the heads split d_model into h slices of d_k, "
@@ -252,6 +299,11 @@ _COUNT_MISTAKES = [
         "the output projection has no bias here (`output_bias=False`, the default): untied, it is "
         "a tgt_vocab x d_model matrix alone.",
         {"output_bias": True},
+    ),
+    (
+        "untied, the output projection is a third matrix, tgt_vocab_size x d_model, no bias "
+        "(`output_projection` in count_parameters), next to the two embeddings.",
+        {"output_projection": False},
     ),
     (
         "the target side was sized by the source vocabulary: untied, the target embedding and the "
@@ -269,8 +321,8 @@ TRANSFORMER_PARAMETER_COUNT = Entry(
     knob_mistakes(_count, _COUNT_MISTAKES),
     "Hint: count the pieces tl.count_parameters lists (embeddings, encoder, decoder, output "
     "projection) and ask, for each option of the config, which of them it changes.",
-    "matches tl.count_parameters for post-LN and pre-LN, shared and untied embeddings, and the "
-    "paper's base model.",
+    "matches tl.count_parameters for post-LN and pre-LN, shared and untied embeddings, learned "
+    "positions, bias=False, and the paper's base model.",
     pick=one_number("parameter count"),
     atol=0.5,
     rtol=0.0,
@@ -303,8 +355,8 @@ def check_cross_attention(cross_attention: Callable) -> CheckResult:
 def check_transformer_parameter_count(count: Callable) -> CheckResult:
     """Check ``count(config) -> int``, the parameters of ``tl.Transformer(config)`` counted by hand,
     against ``tl.count_parameters``: post-LN and pre-LN, shared and untied embeddings (two
-    vocabulary sizes), the paper's base model. Returns a CheckResult: truthy when it passed; it
-    prints as one friendly paragraph."""
+    vocabulary sizes), learned positions, bias=False, the paper's base model. Returns a
+    CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(TRANSFORMER_PARAMETER_COUNT, count)
 
 
@@ -318,7 +370,7 @@ EXERCISES = [
         "05",
         "2",
         "my_count_parameters",
-        "the model's parameters by hand, for any config: norms, tying, vocabularies",
+        "the model's parameters by hand: norms, tying, vocabularies, positions, biases",
         "check_transformer_parameter_count",
     ),
 ]
