@@ -55,6 +55,7 @@ def test_a_loss_written_by_hand_passes():
         ),
         (partial(entries._masked_mean, by="inputs"), "read from the inputs"),
         (partial(entries._masked_mean, over_all=True), "divides by every position"),
+        (partial(entries._masked_mean, per_row=True), "all non-padding targets at once"),
         (
             lambda lg, tk, pad: F.cross_entropy(
                 lg[:, :-1].flatten(0, 1), tk[:, 1:].flatten(), ignore_index=pad, reduction="sum"

@@ -545,11 +545,14 @@ def loss_cases() -> list[Case]:
     ]
 
 
-def _masked_mean(logits, tokens, pad_id, *, by="targets", over_all=False):
+def _masked_mean(logits, tokens, pad_id, *, by="targets", over_all=False, per_row=False):
     """The shifted loss with padding masked by hand: ``by`` which tokens ("targets": right;
-    "inputs"), divided by the real targets or, ``over_all``, by every position."""
+    "inputs"), divided by the real targets or, ``over_all``, by every position; ``per_row``, the
+    mean of each row's mean (a mistake: a short row then weighs as much as a long one)."""
     ce = _per_token(logits[:, :-1], tokens[:, 1:])  # (B, T - 1)
     keep = ((tokens[:, 1:] if by == "targets" else tokens[:, :-1]) != pad_id).float()  # (B, T - 1)
+    if per_row:
+        return ((ce * keep).sum(1) / keep.sum(1).clamp(min=1)).mean()
     return (ce * keep).sum() / (keep.numel() if over_all else keep.sum())
 
 
@@ -591,6 +594,13 @@ NEXT_TOKEN_LOSS = Entry(
             "the mean divides by every position, padding included: the loss shrinks as padding "
             "grows. Hint: divide by the number of real targets (`ignore_index` does it for you).",
             partial(_masked_mean, over_all=True),
+        ),
+        Mistake(
+            "the mean was taken per row, then over rows: a row's few targets then weigh as much "
+            "as a long row's many. Hint: average over all non-padding targets at once, not per "
+            "row then over rows (`F.cross_entropy(..., ignore_index=pad_id)` on the flattened "
+            "batch does it).",
+            partial(_masked_mean, per_row=True),
         ),
         Mistake(
             "the loss is a sum over tokens, not a mean: it grows with the batch and the length. "
