@@ -2,7 +2,8 @@
 
 nbval starts one Jupyter kernel per notebook. Kernels started side by side (``pytest -n 2``) pick
 TCP ports independently and can collide ("Address already in use"); giving each kernel IPC transport
-on a unique socket path removes that race.
+on a unique socket path removes that race. ZeroMQ has no IPC transport on Windows: there the kernels
+keep TCP.
 """
 
 import os
@@ -18,7 +19,7 @@ except ImportError:  # nbval is a test dependency; the unit tests run without it
     nbval = None
 
 
-if nbval is not None:
+if nbval is not None and os.name != "nt":
 
     class _IPCKernelManager(KernelManager):
         """A KernelManager whose sockets are files in a private temporary folder, never TCP
