@@ -535,6 +535,16 @@ def _compare_gradients(
         )
 
 
+def default_device() -> torch.device:
+    """``torch.get_default_device()``, also on torch 2.4 and 2.5, whose ``get_default_device``
+    raises AttributeError after ``torch.set_default_device(None)`` (the documented reset): the
+    default is then the CPU."""
+    try:
+        return torch.get_default_device()
+    except AttributeError:
+        return torch.device("cpu")
+
+
 @contextlib.contextmanager
 def _isolated():
     """Inside: gradients on, no autocast, float32 on the CPU, random streams seeded 0 (a check
@@ -547,7 +557,7 @@ def _isolated():
     )
     numpy_state = numpy.random.get_state() if numpy else None
     device, threads, recursion = (
-        torch.get_default_device(),
+        default_device(),
         torch.get_num_threads(),
         sys.getrecursionlimit(),
     )
@@ -579,7 +589,7 @@ def _isolated():
         if numpy is not None:
             numpy.random.set_state(numpy_state)
         torch.set_default_dtype(dtype)
-        if torch.get_default_device() != device:  # student code called torch.set_default_device
+        if default_device() != device:  # student code called torch.set_default_device
             torch.set_default_device(None if device == torch.device("cpu") else device)
         if (
             torch.are_deterministic_algorithms_enabled(),
