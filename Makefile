@@ -66,7 +66,7 @@ test-notebooks-other-cpu: setup  ## nbval over every notebook on kernels that ro
 # .venv-oldest, which `make setup` never touches. The unit tests, then every notebook top to bottom under nbval's
 # --nbval-lax: an error or a failed assertion fails it, outputs are not compared (that stays with the pinned .venv,
 # whose outputs the notebooks carry). PyPI's torch for Linux x86-64 is the CUDA build, so pip fetches it with its
-# NVIDIA libraries (2.8 GB of wheels; they load and run on a machine without a GPU): PyTorch's CPU-only index is not
+# NVIDIA libraries (about 3 GB of wheels; they load and run on a machine without a GPU): PyTorch's CPU-only index is not
 # reachable from the course's CI machine.
 OLDEST_REQUIREMENTS := requirements-oldest.txt
 OLDEST_NAMES   = $(shell sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' $(OLDEST_REQUIREMENTS) | paste -sd'|' -)
