@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer_lib as tl
-from transformer_lib.teaching.checks.engine import default_device
+from transformer_lib.teaching.checks.engine import default_device, set_default_device
 
 NOTEBOOK = pathlib.Path(__file__).parent.parent / "notebooks" / "08_debugging_attention.ipynb"
 
@@ -1562,7 +1562,7 @@ def test_a_check_runs_in_float32_on_the_cpu_whatever_the_learner_set(check, sett
         result = getattr(tl.checks, check)(code)
         after = default_device(), torch.get_default_dtype()
     finally:
-        torch.set_default_device(None)
+        set_default_device(None)
         torch.set_default_dtype(dtype)
     assert result, result.message
     assert after == (

@@ -536,13 +536,23 @@ def _compare_gradients(
 
 
 def default_device() -> torch.device:
-    """``torch.get_default_device()``, also on torch 2.4 and 2.5, whose ``get_default_device``
+    """``torch.get_default_device()``, also on torch 2.4 to 2.6, whose ``get_default_device``
     raises AttributeError after ``torch.set_default_device(None)`` (the documented reset): the
     default is then the CPU."""
     try:
         return torch.get_default_device()
     except AttributeError:
         return torch.device("cpu")
+
+
+def set_default_device(device) -> None:
+    """``torch.set_default_device(device)``, leaving ``torch.get_default_device()`` readable: on
+    torch 2.4 to 2.6, ``set_default_device(None)`` leaves a None context behind that it cannot
+    read (nor can libraries that call it, such as Hugging Face's)."""
+    torch.set_default_device(device)
+    context = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    if device is None and getattr(context, "device_context", "unset") is None:
+        del context.device_context
 
 
 @contextlib.contextmanager
@@ -590,7 +600,7 @@ def _isolated():
             numpy.random.set_state(numpy_state)
         torch.set_default_dtype(dtype)
         if default_device() != device:  # student code called torch.set_default_device
-            torch.set_default_device(None if device == torch.device("cpu") else device)
+            set_default_device(None if device == torch.device("cpu") else device)
         if (
             torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(),
