@@ -23,8 +23,8 @@ NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize
 # under them is fragile: print a bound, round further, break ties by a stable key, format explicitly.
 OTHER_CPU := ATEN_CPU_CAPABILITY=default
 
-.PHONY: setup lab test test-unit test-notebooks test-notebooks-other-cpu test-browser site notebooks solutions images \
-	lint bench clean
+.PHONY: setup lab test test-unit test-notebooks test-notebooks-other-cpu test-oldest test-browser site notebooks \
+	solutions images lint bench clean
 
 setup: $(STAMP)
 
@@ -61,6 +61,38 @@ test-notebooks: setup
 test-notebooks-other-cpu: setup  ## nbval over every notebook on kernels that round differently (see OTHER_CPU)
 	$(TESTENV) $(OTHER_CPU) $(PY) -m pytest -n 2 --dist loadfile $(NBVAL) --nbval-cell-timeout 900 notebooks
 
+# The low end of the supported range (README, "Where it runs"): Python 3.10 with requirements-oldest.txt's torch,
+# transformers and tokenizers (the rest as requirements.txt pins it), in a second environment of its own,
+# .venv-oldest, which `make setup` never touches. The unit tests, then every notebook top to bottom under nbval's
+# --nbval-lax: an error or a failed assertion fails it, outputs are not compared (that stays with the pinned .venv,
+# whose outputs the notebooks carry). PyPI's torch for Linux x86-64 is the CUDA build, so pip fetches it with its
+# NVIDIA libraries (about 3 GB of wheels; they load and run on a machine without a GPU): PyTorch's CPU-only index is not
+# reachable from the course's CI machine.
+OLDEST_REQUIREMENTS := requirements-oldest.txt
+OLDEST_NAMES   = $(shell sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' $(OLDEST_REQUIREMENTS) | paste -sd'|' -)
+OLDEST_PYTHON ?= $(or $(shell python3.10 -c "" >/dev/null 2>&1 && echo python3.10),\
+	$(firstword $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10 /usr/bin/python3.10 /usr/local/bin/python3.10)))
+VENV_OLDEST  := .venv-oldest
+PY_OLDEST    := $(VENV_OLDEST)/bin/python
+STAMP_OLDEST := $(VENV_OLDEST)/.installed
+
+$(STAMP_OLDEST): $(OLDEST_REQUIREMENTS) requirements.txt pyproject.toml
+	@test -n "$(OLDEST_PYTHON)" || { echo "test-oldest needs Python 3.10 and found none: give its path with" \
+		"make test-oldest OLDEST_PYTHON=/path/to/python3.10"; exit 1; }
+	test -x $(PY_OLDEST) || $(OLDEST_PYTHON) -m venv $(VENV_OLDEST)
+	grep -v -E '^($(OLDEST_NAMES))==' requirements.txt > $(VENV_OLDEST)/requirements.txt
+	$(PY_OLDEST) -m pip install --quiet --disable-pip-version-check -r $(OLDEST_REQUIREMENTS) \
+		-r $(VENV_OLDEST)/requirements.txt
+	$(PY_OLDEST) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP_OLDEST)
+
+test-oldest: $(STAMP_OLDEST)  ## unit tests and every notebook run (outputs not compared) on Python 3.10 and the oldest torch
+	$(PY_OLDEST) -c "import sys, torch, transformers; print('test-oldest: Python', sys.version.split()[0], \
+		'torch', torch.__version__, 'transformers', transformers.__version__)"
+	$(TESTENV) $(PY_OLDEST) -m pytest -n 2 tests
+	$(TESTENV) $(PY_OLDEST) -m pytest -n 2 --dist loadfile --nbval-lax --nbval-current-env --nbval-cell-timeout 600 \
+		notebooks
+
 CHROMIUM := /usr/bin/chromium
 
 # Every notebook run in JupyterLab in headless Debian chromium, every widget control moved, and the static site
@@ -94,12 +126,15 @@ images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 	$(PY) images/make_diagrams.py images
 
 # ruff at line length 100 (pyproject.toml): the rules over all of it, the formatter over the Python files (the
-# notebooks keep their hand layout).
+# notebooks keep their hand layout). Then actionlint over .github/workflows/ (tools/lint/requirements.txt says why
+# that package).
 LINTED := transformer_lib tests images tools solutions results conftest.py
 
-lint: setup  ## ruff: lint rules over the library, tests, notebooks and scripts; formatting of the Python files
+lint: setup  ## ruff: lint rules over the library, tests, notebooks and scripts; formatting of the Python files; actionlint
 	$(VENV)/bin/ruff check $(LINTED) notebooks
 	$(VENV)/bin/ruff format --check --quiet $(LINTED)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r tools/lint/requirements.txt
+	$(VENV)/bin/actionlint
 
 bench: setup
 	$(PY) -m transformer_lib.bench
@@ -130,4 +165,4 @@ grade: setup  ## grade students' notebooks: make grade SUBMISSIONS="files or fol
 	$(TESTENV) $(PY) -m transformer_lib.grade $(SUBMISSIONS) --out $(GRADE_OUT) --jobs $(GRADE_JOBS)
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf $(VENV) $(VENV_OLDEST) build .pytest_cache

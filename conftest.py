@@ -2,7 +2,8 @@
 
 nbval starts one Jupyter kernel per notebook. Kernels started side by side (``pytest -n 2``) pick
 TCP ports independently and can collide ("Address already in use"); giving each kernel IPC transport
-on a unique socket path removes that race.
+on a unique socket path removes that race. ZeroMQ has no IPC transport on Windows: there the kernels
+keep TCP.
 
 Nothing is downloaded at run time, and this proves it: ``tests/network_guard.py`` refuses every
 outbound connection in the pytest process and in every nbval kernel (each runs the guard at
@@ -46,13 +47,14 @@ if nbval is not None:
 
     class _IPCKernelManager(KernelManager):
         """A KernelManager whose sockets are files in a private temporary folder, never TCP
-        ports."""
+        ports (on Windows, which has no IPC transport, TCP as before), and whose kernels run the
+        network guard."""
 
         def __init__(self, *args, **kwargs):
-            socket_dir = tempfile.mkdtemp(prefix="nbk-")
-            super().__init__(
-                *args, transport="ipc", ip=os.path.join(socket_dir, uuid.uuid4().hex[:8]), **kwargs
-            )
+            if os.name != "nt":
+                socket_dir = tempfile.mkdtemp(prefix="nbk-")
+                kwargs.update(transport="ipc", ip=os.path.join(socket_dir, uuid.uuid4().hex[:8]))
+            super().__init__(*args, **kwargs)
 
         def format_kernel_cmd(self, extra_arguments=None):
             """The kernel's command line, with the network guard installed at start-up (also

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer_lib as tl
+from transformer_lib.teaching.checks.engine import default_device, set_default_device
 
 NOTEBOOK = pathlib.Path(__file__).parent.parent / "notebooks" / "08_debugging_attention.ipynb"
 
@@ -1581,9 +1582,9 @@ def test_a_check_runs_in_float32_on_the_cpu_whatever_the_learner_set(check, sett
         else:
             torch.set_default_dtype(getattr(torch, setting))
         result = getattr(tl.checks, check)(code)
-        after = torch.get_default_device(), torch.get_default_dtype()
+        after = default_device(), torch.get_default_dtype()
     finally:
-        torch.set_default_device(None)
+        set_default_device(None)
         torch.set_default_dtype(dtype)
     assert result, result.message
     assert after == (
@@ -1607,7 +1608,7 @@ def test_a_check_leaves_global_settings_as_it_found_them():
         raise ValueError("and then a bug")
 
     before = (
-        torch.get_default_device(),
+        default_device(),
         torch.are_deterministic_algorithms_enabled(),
         torch.get_num_threads(),
         torch.is_anomaly_enabled(),
@@ -1616,7 +1617,7 @@ def test_a_check_leaves_global_settings_as_it_found_them():
     threads, limit = before[2], before[4]
     assert not tl.checks.check_attention(meddles)
     after = (
-        torch.get_default_device(),
+        default_device(),
         torch.are_deterministic_algorithms_enabled(),
         torch.get_num_threads(),
         torch.is_anomaly_enabled(),

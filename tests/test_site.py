@@ -101,6 +101,23 @@ def site(tmp_path_factory):
     matplotlib.pyplot.close("all")
 
 
+def test_each_page_links_to_its_notebook_in_colab_and_in_the_repository(site):
+    """One line of links per page, from the one repository setting that the notebooks' Colab links
+    read too."""
+    import notebook_header
+
+    _, _, soup = site
+    url = notebook_header.repository_url()
+    links = {a.get_text(): a["href"] for a in soup.select("header.tl-header .tl-links a")}
+    assert links == {
+        "Open in Colab": url.replace(
+            "https://github.com/", "https://colab.research.google.com/github/"
+        )
+        + "/blob/main/notebooks/01_test.ipynb",
+        "source": f"{url}/blob/main/notebooks/01_test.ipynb",
+    }
+
+
 def test_each_frame_of_an_explorer_is_what_its_widget_draws_for_those_values(site):
     out, shown, soup = site
     explorers = soup.select("div.tl-widget")

@@ -71,6 +71,21 @@ NEEDS_PYTHON = "run it in JupyterLab: make lab"
 MAX_SITE_MB = 100
 
 sys.path.insert(0, str(ROOT))  # the repository's transformer_lib, also when it is not installed
+sys.path.insert(0, str(ROOT / "tools"))
+import notebook_header  # noqa: E402  (the repository's address, one setting: [project.urls])
+
+
+def repository_links(notebook_name: str) -> str:
+    """The page's one line of links: the notebook in Colab and its source file in the repository,
+    both from `notebook_header`, which reads the address from `pyproject.toml`."""
+    url = notebook_header.repository_url()
+    colab = notebook_header.colab_link(notebook_name, url)
+    colab = colab[len(notebook_header.LINK_PREFIX) : colab.index(")")]
+    source = f"{url}/blob/main/notebooks/{notebook_name}"
+    return (
+        f'<span class="tl-links"><a href="{html.escape(colab)}">Open in Colab</a> · '
+        f'<a href="{html.escape(source)}">source</a></span>'
+    )
 
 
 def readme_rows() -> dict[str, tuple[str, str]]:
@@ -479,7 +494,8 @@ def build(out: Path, notebooks: Path | None = None, jobs: int = 1) -> list[Path]
         header = (
             f'<header class="tl-header">{nav(sources, i)}<button id="tl-fold" type="button">fold '
             "all code"
-            f'</button><span class="tl-made">{html.escape(made_at(source))}; site built from '
+            f"</button>{repository_links(source.name)}"
+            f'<span class="tl-made">{html.escape(made_at(source))}; site built from '
             f"{built_from}</span></header>"
         )
         page = out / "notebooks" / f"{source.stem}.html"

@@ -480,10 +480,14 @@ def masking_shares(
     rest changed). Shares, not positions: two correct recipes draw different positions, but the same
     shares. A replacement may draw the original token, so "given another token" sits a little under
     10%."""
-    maskable = ~torch.isin(tokens, torch.tensor(special_ids, dtype=tokens.dtype))  # (B, T)
+    # the ids on the tokens' device: on mps or cuda a CPU tensor beside them fails
+    special = torch.tensor(special_ids, dtype=tokens.dtype, device=tokens.device)
+    maskable = ~torch.isin(tokens, special)  # (B, T)
     picked = targets != IGNORE_INDEX  # (B, T)
     replaced = picked & (inputs != tokens) & (inputs != mask_id)
-    special_or_mask = torch.isin(inputs, torch.tensor([*special_ids, mask_id], dtype=inputs.dtype))
+    special_or_mask = torch.isin(
+        inputs, torch.tensor([*special_ids, mask_id], dtype=inputs.dtype, device=inputs.device)
+    )
 
     def share(part: torch.Tensor, whole: torch.Tensor) -> float:
         return part.sum().item() / max(whole.sum().item(), 1)

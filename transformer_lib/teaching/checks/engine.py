@@ -740,6 +740,26 @@ def _as_learner():
         _restore(run.settings)
 
 
+def default_device() -> torch.device:
+    """``torch.get_default_device()``, also on torch 2.4 to 2.6, whose ``get_default_device``
+    raises AttributeError after ``torch.set_default_device(None)`` (the documented reset): the
+    default is then the CPU."""
+    try:
+        return torch.get_default_device()
+    except AttributeError:
+        return torch.device("cpu")
+
+
+def set_default_device(device) -> None:
+    """``torch.set_default_device(device)``, leaving ``torch.get_default_device()`` readable: on
+    torch 2.4 to 2.6, ``set_default_device(None)`` leaves a None context behind that it cannot
+    read (nor can libraries that call it, such as Hugging Face's)."""
+    torch.set_default_device(device)
+    context = getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None)
+    if device is None and getattr(context, "device_context", "unset") is None:
+        del context.device_context
+
+
 @contextlib.contextmanager
 def _isolated():
     """Inside: gradients on, no autocast, float32 on the CPU, matmuls in full float32 precision,
@@ -751,7 +771,7 @@ def _isolated():
     they were, whatever student code changed."""
     python_state, numpy = random.getstate(), sys.modules.get("numpy")
     numpy_state = numpy.random.get_state() if numpy else None
-    device, recursion = torch.get_default_device(), sys.getrecursionlimit()
+    device, recursion = default_device(), sys.getrecursionlimit()
     settings, functions = _settings(), _functions()
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
@@ -783,8 +803,8 @@ def _isolated():
         if numpy is not None:
             numpy.random.set_state(numpy_state)
         _restore(settings)
-        if torch.get_default_device() != device:  # student code called torch.set_default_device
-            torch.set_default_device(None if device == torch.device("cpu") else device)
+        if default_device() != device:  # student code called torch.set_default_device
+            set_default_device(None if device == torch.device("cpu") else device)
         sys.setrecursionlimit(recursion)
 
 
