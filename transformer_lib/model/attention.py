@@ -71,14 +71,12 @@ def scaled_dot_product_attention(
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(
-        q.dtype
-    )
+    softmax_dtype = torch.promote_types(scores.dtype, torch.float32)  # at least fp32
+    weights = scores.softmax(dim=-1, dtype=softmax_dtype).to(q.dtype)  # (..., T_q, T_k)
     if mask is not None:
-        # softmax of an all -inf row is NaN; such a query may attend to nothing, so it gets zero
-        # weights.
-        # (..., T_q, T_k): rows sum to 1 or 0
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        # softmax of an all -inf row is NaN; a query that may attend to nothing gets zero weights
+        no_key = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+        weights = weights.masked_fill(no_key, 0.0)  # (..., T_q, T_k): rows sum to 1 or 0
     if dropout is not None:
         weights = dropout(weights)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
@@ -90,14 +88,20 @@ def _zero_hidden(
     """The library's one NaN guard: zero the queries that may attend to nothing and (with ``keys``)
     the keys and values that no query may attend to.
 
-    Args:
-        q, k, v: ``(..., T_q, d)``, ``(..., T_k, d)``, ``(..., T_k, d_v)``: per-head tensors, or the
-            token vectors ``(B, T, d_model)`` before the projections (then ``mask`` is reduced over
-            the heads).
-        mask: bool, True = may attend, ``(..., T_q, T_k)`` with the tensors' rank.
-        keys: False when ``k``, ``v`` hold only the newest keys of a longer, cached sequence.
     Their weights are 0 anyway, but ``0 * NaN = NaN``: without this, a NaN in a padded position
     would reach every output and gradient of its sequence. Elementwise: no extra matmul, no sync.
+
+    Args:
+        q: ``(..., T_q, d)`` per-head queries, or the token vectors ``(B, T, d_model)`` before the
+            projections (then ``mask`` is reduced over the heads).
+        k: ``(..., T_k, d)`` keys, in the same form as ``q``.
+        v: ``(..., T_k, d_v)`` values, in the same form as ``q``.
+        mask: bool, True = may attend, ``(..., T_q, T_k)`` with the tensors' rank.
+        keys: False when ``k``, ``v`` hold only the newest keys of a longer, cached sequence.
+
+    Returns:
+        ``q``, ``k``, ``v`` with the hidden rows zeroed (``k`` and ``v`` unchanged when ``keys`` is
+        False).
     """
     q = torch.where(mask.any(dim=-1, keepdim=True), q, 0.0)  # (..., T_q, d)
     if not keys:
@@ -172,16 +176,14 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, theta: float = 10000.0)
             f"positions must be a (T,) tensor, T={x.size(2)} as in x {tuple(x.shape)}, got {got}"
         )
     d_k = x.size(-1)
-    # (d_k/2,)
-    frequency = 1.0 / (
-        theta ** (torch.arange(0, d_k, 2, device=x.device, dtype=torch.float32) / d_k)
-    )
+    exponents = torch.arange(0, d_k, 2, device=x.device, dtype=torch.float32) / d_k  # (d_k/2,)
+    frequency = 1.0 / (theta**exponents)  # (d_k/2,)
     angles = positions.to(x.device, torch.float32)[:, None] * frequency  # (T, d_k/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, d_k/2) each
-    # (B, h, T, d_k/2) each: the two coordinates of every pair
-    even, odd = x[..., 0::2], x[..., 1::2]
-    # (B, h, T, d_k/2, 2)
-    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
+    even, odd = x[..., 0::2], x[..., 1::2]  # (B, h, T, d_k/2) each: a pair's two coordinates
+    rotated = torch.stack(  # (B, h, T, d_k/2, 2)
+        [even * cos - odd * sin, even * sin + odd * cos], dim=-1
+    )
     return rotated.flatten(-2)  # (B, h, T, d_k): pairs back in place
 
 
@@ -248,15 +250,13 @@ class DecoderCache:
 
 
 def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:
-    """Bytes the decoding cache grows by per generated token: ``layers * h_kv * (d_k + d_v) *
-    bytes(dtype)``.
+    """Bytes the decoding cache grows by per generated token:
+    ``layers * h_kv * (d_k + d_v) * bytes(dtype)``.
 
     ``config`` is an ``LMConfig`` (its ``num_layers``) or a ``TransformerConfig`` (its decoder's
     layers; the cross-attention cache is per *source* token and is left out). ``h_kv`` is
     ``n_kv_heads`` (``num_heads`` when unset); ``d_k`` and ``d_v`` are the config's
-    (``d_model // num_heads`` unless set). GPT-2 small in fp32: ``12 * 12 * (64 + 64) * 4 =
-    73,728``; with 3 key/value heads (grouped-query) a quarter of that; with 1 (multi-query) a
-    twelfth.
+    (``d_model // num_heads`` unless set). GPT-2 small's numbers: NOTATION.md.
     """
     layers = getattr(config, "decoder_layers", config.num_layers)
     kv_heads = config.n_kv_heads if config.n_kv_heads is not None else config.num_heads
@@ -267,8 +267,8 @@ def kv_cache_bytes_per_token(config, dtype: torch.dtype = torch.float32) -> int:
 
 
 class MultiHeadAttention(nn.Module):
-    r"""``MultiHead(Q, K, V) = Concat(head_1..head_h) W_O`` with ``head_i = Attention(Q W_Q_i, K
-    W_K_i, V W_V_i)``.
+    r"""``MultiHead(Q, K, V) = Concat(head_1..head_h) W_O`` with
+    ``head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)``.
 
     The ``h`` per-head projections are stored as one ``nn.Linear`` each for queries, keys and values
     (their weights are the per-head matrices stacked), which is the same function and one matmul
@@ -355,13 +355,23 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query (B, T_q, d_model)`` to ``key``/``value (B, T_k, d_model)``.
 
-        ``mask``: bool, True = may attend, 4-D and broadcastable to ``(B, h, T_q, T_k)``: a padding
-        mask ``(B, 1, 1, T_k)`` (:func:`~transformer_lib.model.masks.padding_mask`), a causal mask
-        ``(1, 1, T_q, T_k)`` (:func:`~transformer_lib.model.masks.causal_mask`), or both combined
-        with ``&``. ``cache``: a :class:`KVCache` for step-by-step decoding (``T_k`` then counts the
-        cached positions). Returns ``output (B, T_q, d_model)`` and ``weights (B, h, T_q, T_k)`` or
-        ``None``. Inputs must be floating point, of one dtype, that of the weights (or any, under
+        Inputs must be floating point, of one dtype, that of the weights (or any, under
         ``torch.autocast``), with one batch size; see the module docstring for masks and NaN.
+
+        Args:
+            query: ``(B, T_q, d_model)``.
+            key: ``(B, T_k, d_model)``.
+            value: ``(B, T_k, d_model)``.
+            mask: bool, True = may attend, 4-D and broadcastable to ``(B, h, T_q, T_k)``: a padding
+                mask ``(B, 1, 1, T_k)`` (:func:`~transformer_lib.model.masks.padding_mask`), a
+                causal mask ``(1, 1, T_q, T_k)`` (:func:`~transformer_lib.model.masks.causal_mask`),
+                or both combined with ``&``.
+            need_weights: return the attention weights (the explicit path, not the fused kernel).
+            cache: a :class:`KVCache` for step-by-step decoding (``T_k`` then counts the cached
+                positions).
+
+        Returns:
+            ``output (B, T_q, d_model)`` and ``weights (B, h, T_q, T_k)`` or ``None``.
         """
         # Keys held only in a self-attention cache: the new tokens come after them (and so do their
         # positions).
@@ -384,8 +394,9 @@ class MultiHeadAttention(nn.Module):
                 q, torch.arange(start, start + q.size(2), device=q.device), self.rope_theta
             )
         k, v = self._keys_and_values(key, value, cache, start)  # (B, h, T_k, d_k), (B, h, T_k, d_v)
-        # (B, h, T_q, d_v), (B, h, T_q, T_k) or None
-        out, weights = self._attend(q, k, v, mask, need_weights)
+        out, weights = self._attend(  # (B, h, T_q, d_v), (B, h, T_q, T_k) or None
+            q, k, v, mask, need_weights
+        )
         return self.w_o(combine_heads(out)), weights  # (B, T_q, d_model)
 
     def _keys_and_values(
@@ -411,8 +422,8 @@ class MultiHeadAttention(nn.Module):
                 cache.k, cache.v = k, v
         group = self.num_heads // self.num_kv_heads
         if group > 1:  # each key/value head serves h / h_kv query heads
-            # (B, h, T_k, d_k)
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            k = k.repeat_interleave(group, dim=1)  # (B, h, T_k, d_k)
+            v = v.repeat_interleave(group, dim=1)  # (B, h, T_k, d_v)
         return k, v
 
     def _attend(
@@ -428,14 +439,16 @@ class MultiHeadAttention(nn.Module):
         PyTorch's fused kernel, the same function without materialising the weights. The inputs are
         checked and the hidden tokens zeroed."""
         if need_weights or self.recorded_weights is not None:
-            # (B, h, T_q, d_v)
-            out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout)
+            out, weights = scaled_dot_product_attention(  # (B, h, T_q, d_v), (B, h, T_q, T_k)
+                q, k, v, mask, self.dropout
+            )
             if self.recorded_weights is not None:
                 self.recorded_weights.append(weights.detach())
             return out, (weights if need_weights else None)
         p = self.dropout.p if self.training else 0.0
-        # (B, h, T_q, d_v)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        out = F.scaled_dot_product_attention(  # (B, h, T_q, d_v)
+            q, k, v, attn_mask=mask, dropout_p=p
+        )
         if mask is not None:
             # Same rule as the explicit path on every backend: a query with no allowed key outputs
             # zeros.

@@ -49,8 +49,9 @@ class EncoderLayer(nn.Module):
         time (notebook 11); ``x`` then holds only the new tokens, and ``mask`` must be causal over
         cache + new.
         """
-        # (B, T, d_model)
-        x = self.residual_attn(x, lambda y: self.self_attn(y, y, y, mask, cache=cache)[0])
+        x = self.residual_attn(  # (B, T, d_model)
+            x, lambda y: self.self_attn(y, y, y, mask, cache=cache)[0]
+        )
         return self.residual_ff(x, self.feed_forward)  # (B, T, d_model)
 
 

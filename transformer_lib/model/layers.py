@@ -128,10 +128,9 @@ class PositionwiseFeedForward(nn.Module):
     "silu" for MarianMT).
 
     A gated activation (:data:`GATED_ACTIVATIONS`: "swiglu", Llama) adds a third matrix, the gate:
-    ``FFN(x) = linear2(silu(gate(x)) * linear1(x))`` (Llama's down, gate and up projections). Its
-    hidden width is still ``d_ff``; with three matrices instead of two, ``d_ff = 8/3 d_model`` keeps
-    the paper's parameter count (Shazeer 2020; Llama rounds it up). ``bias=False`` drops every bias
-    (Llama has none).
+    ``FFN(x) = linear2(silu(gate(x)) * linear1(x))`` (Llama's down, gate and up projections), of
+    hidden width ``d_ff`` (the width that keeps the paper's parameter count: NOTATION.md).
+    ``bias=False`` drops every bias (Llama has none).
     """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", bias: bool = True):
@@ -145,8 +144,8 @@ class PositionwiseFeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_width(x, self.linear1.in_features, "PositionwiseFeedForward")
         if self.gate is not None:
-            # (B, T, d_ff)
-            hidden = GATED_ACTIVATIONS[self.activation](self.gate(x)) * self.linear1(x)
+            gate = GATED_ACTIVATIONS[self.activation](self.gate(x))  # (B, T, d_ff)
+            hidden = gate * self.linear1(x)  # (B, T, d_ff)
         else:
             hidden = ACTIVATIONS[self.activation](self.linear1(x))  # (B, T, d_ff)
         return self.linear2(hidden)  # (B, T, d_model)
@@ -195,12 +194,10 @@ class TokenEmbedding(nn.Module):
     """Token ids ``(B, T)`` -> vectors ``(B, T, d_model)``, multiplied by ``sqrt(d_model)`` (paper
     §3.4).
 
-    The matrix starts with entries of std ``d_model**-0.5``, the right size for the output
-    projection it is tied to; the ``sqrt(d_model)`` scale brings embedded vectors back to entries of
-    size about 1, the size of the positional encodings, so positions neither drown the tokens nor
-    vanish next to them. ``scale=False`` returns the rows as stored (GPT-2 and BERT, whose trained
-    rows are already the size of their position vectors). ``padding_idx`` is a row that starts at
-    zero (``None``: no padding token).
+    The scale makes embedded vectors the size of the positional encodings (why: NOTATION.md).
+    ``scale=False`` returns the rows as stored (GPT-2 and BERT, whose trained rows are already the
+    size of their position vectors). ``padding_idx`` is a row that starts at zero (``None``: no
+    padding token).
     """
 
     def __init__(
@@ -227,23 +224,20 @@ class TokenEmbedding(nn.Module):
 
 
 def sinusoidal_encoding(d_model: int, max_len: int, layout: str = "interleaved") -> torch.Tensor:
-    """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] =
-    cos(...)``.
+    """``(max_len, d_model)``: ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``,
+    ``PE[pos, 2i+1] = cos(...)``.
 
-    Each pair of features ``(2i, 2i+1)`` turns at its own frequency ``w_i = 10000^(-2i/d_model)``,
-    from one turn every 2*pi positions down to one every 2*pi * 10000^((d_model-2)/d_model) for the
-    slowest pair (even d_model), just under the paper's bound 10000*2*pi; so ``PE[pos + k]`` is
-    ``PE[pos]`` rotated by ``k * w_i`` in each pair, a fixed linear map that, the paper
-    hypothesised, attention can learn to use for relative positions. The arguments come in the order
-    of :class:`PositionalEncoding`: width first, then length.
+    Each pair of features ``(2i, 2i+1)`` turns at its own frequency ``w_i = 10000^(-2i/d_model)``
+    (their range, and why the paper chose them: NOTATION.md). The arguments come in the order of
+    :class:`PositionalEncoding`: width first, then length.
 
     ``layout`` places the same numbers in another column order: ``"interleaved"`` (above; the
     paper's formula) or ``"halves"``: every sine first, then every cosine,
     ``PE[pos, i] = sin(pos * w_i)`` and ``PE[pos, ceil(d_model/2) + i] = cos(pos * w_i)``
     (tensor2tensor, fairseq and MarianMT)::
 
-        interleaved: sin w0 | cos w0 | sin w1 | cos w1 | ...      halves: sin w0 | sin w1 | ... |
-        cos w0 | cos w1 | ...
+        interleaved: sin w0 | cos w0 | sin w1 | cos w1 | ...
+        halves:      sin w0 | sin w1 | ... | cos w0 | cos w1 | ...
 
     Attention cannot tell the two apart (a fixed permutation of features), but weights trained on
     one layout need that layout.
@@ -318,14 +312,13 @@ class LearnedPositionalEncoding(_AddPositions):
     """Add a learned vector per position along the sequence axis, then dropout:
     ``nn.Embedding(max_len, d_model)``.
 
-    The paper's alternative to sinusoids (§3.5, Table 3 row E: "nearly identical results"). Same
-    interface as :class:`PositionalEncoding`, so
+    The paper's alternative to sinusoids (§3.5, Table 3 row E: "nearly identical results"), with
+    the same interface as :class:`PositionalEncoding`, so
     :class:`transformer_lib.model.transformer.Transformer` swaps one for the other
-    (``TransformerConfig(positional="learned")``). The vectors start as Gaussian noise with the
-    sinusoids' root-mean-square ``1/sqrt(2)``, so at the start the two differ in what the vectors
-    say, not in their size. Positions beyond ``max_len`` have no vector: unlike sinusoids, learned
-    positions cannot extrapolate. ``norm=True``: a LayerNorm of the sum before the dropout, as in
-    :class:`PositionalEncoding` (BERT).
+    (``TransformerConfig(positional="learned")``). The vectors start as Gaussian noise of the
+    sinusoids' size (NOTATION.md). Positions beyond ``max_len`` have no vector: unlike sinusoids,
+    learned positions cannot extrapolate. ``norm=True``: a LayerNorm of the sum before the dropout,
+    as in :class:`PositionalEncoding` (BERT).
     """
 
     def __init__(
