@@ -298,8 +298,8 @@ def plot_encoding_curves(
 
 
 def encoding_wavelength(pair: int, d_model: int) -> float:
-    """Positions per full turn of feature pair ``i``: ``2 pi / w_i`` with ``w_i =
-    10000^(-2i/d_model)``."""
+    """Positions per full turn of feature pair ``i``: ``2 pi / w_i`` with
+    ``w_i = 10000^(-2i/d_model)``."""
     return 2 * math.pi * 10000 ** (2 * pair / d_model)
 
 

@@ -277,9 +277,8 @@ class FigureWidget:
         # What a saved notebook shows where no kernel runs (GitHub, nbviewer) instead of the
         # widget's repr.
         bundle["text/plain"] = self.controls_summary()
-        display(
-            bundle, raw=True, metadata={SNAPSHOT_KEY: self.snapshot()}
-        )  # for the static site; nbval skips it
+        # for the static site; nbval skips it
+        display(bundle, raw=True, metadata={SNAPSHOT_KEY: self.snapshot()})
         self._handle = display(self._image(), display_id=True)
 
     def site_values(self, name: str) -> list:
@@ -363,8 +362,8 @@ class FigureWidget:
         return widget
 
     def controls_summary(self) -> str:
-        """One line naming the controls and their values, e.g. ``[controls: head = 0; run the
-        notebook ...]``.
+        """One line naming the controls and their values, e.g.
+        ``[controls: head = 0; run the notebook ...]``.
 
         The colour scale is a way of looking, not a value of what is shown: it is left out.
         """
@@ -597,9 +596,8 @@ class PositionalEncodingExplorer(FigureWidget):
         )
 
     def update(self) -> None:
-        self.controls["pair"].max = (
-            self.controls["d_model"].value // 2 - 1
-        )  # redraws if the value had to move
+        # redraws if the value had to move
+        self.controls["pair"].max = self.controls["d_model"].value // 2 - 1
 
     def site_values(self, name: str) -> list:
         if name == "d_model":
@@ -721,13 +719,10 @@ class AttentionExplorer(FigureWidget):
 
     KINDS = ATTENTION_KINDS
     DATA = ("text", "translation", "_maps", "_labels")
-    model: Transformer | None = (
-        None  # None in a widget restored from a snapshot: it cannot read a new text
-    )
-    _rejected: tuple[str | None, str] = (
-        None,
-        "",
-    )  # the last source that could not be drawn, and why
+    # None in a widget restored from a snapshot: it cannot read a new text
+    model: Transformer | None = None
+    # the last source that could not be drawn, and why
+    _rejected: tuple[str | None, str] = (None, "")
 
     def __init__(
         self,
@@ -815,9 +810,8 @@ class AttentionExplorer(FigureWidget):
             except ValueError as error:
                 self._rejected = (text, str(error))
                 raise
-        self.controls["query"].max = (
-            self._query_count(self.controls["kind"].value) - 1
-        )  # bounds follow the text
+        # bounds follow the text
+        self.controls["query"].max = self._query_count(self.controls["kind"].value) - 1
 
     def draw(self) -> Figure:
         c = {name: control.value for name, control in self.controls.items()}

@@ -29,15 +29,13 @@ class LengthBatches:
 
     A batch of ``B`` pairs becomes tensors ``src (B, S)`` and ``tgt_in (B, T)``, ``S`` the longest
     source and ``T`` the longest target plus one (``<bos>``); it *costs* ``B * (S + T)`` tokens,
-    padding included, and that is what must stay ``<= max_tokens``. (The paper's 25,000 source +
-    25,000 target tokens is ``max_tokens=50_000``; a CPU wants a few thousand.)
+    padding included, and that is what must stay ``<= max_tokens`` (the paper's budget in these
+    terms: NOTATION.md; a CPU wants a few thousand).
 
     Epoch ``e`` is planned from ``random.Random(f"{seed}/epoch/{e}")``: the pairs are shuffled, then
-    sorted
-    (stably) by source and target length, so pairs of equal lengths meet in a new order each epoch;
-             batches are
-    filled greedily along that order; then the batches are shuffled, so training does not see short
-    sentences first and long ones last. The plan is the same on every machine.
+    sorted (stably) by source and target length, so pairs of equal lengths meet in a new order each
+    epoch; batches are filled greedily along that order; then the batches are shuffled, so training
+    does not see short sentences first and long ones last. The plan is the same on every machine.
 
     ``by_length=False`` skips the sort: batches are filled along the shuffled order, within the same
     budget. That is the baseline that shows what sorting saves (compare :meth:`padding_fraction`),
@@ -101,9 +99,8 @@ class LengthBatches:
         order = list(range(len(self.pairs)))
         rng.shuffle(order)
         if self.by_length:
-            order.sort(
-                key=lambda i: (self.src_lengths[i], self.tgt_lengths[i])
-            )  # stable: ties keep the shuffle
+            # stable: ties keep the shuffle
+            order.sort(key=lambda i: (self.src_lengths[i], self.tgt_lengths[i]))
         plan, batch, longest_src, longest_tgt = [], [], 0, 0
         for i in order:
             src, tgt = max(longest_src, self.src_lengths[i]), max(longest_tgt, self.tgt_lengths[i])

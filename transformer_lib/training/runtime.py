@@ -57,9 +57,10 @@ def pick_device(prefer: str | None = None) -> torch.device:
 
 
 def device_name(device: torch.device | str) -> str:
-    """How prose and printed lines name ``device``: ``"this CPU"``, ``"this GPU (NVIDIA H100 80GB
-    HBM3)"`` (CUDA, with the card's name), ``"this Mac's GPU (mps)"``; any other type as ``"this
-    <type> device"``. A notebook that measures on ``pick_device()`` says where it measured with it.
+    """How prose and printed lines name ``device``: ``"this CPU"``,
+    ``"this GPU (NVIDIA H100 80GB HBM3)"`` (CUDA, with the card's name), ``"this Mac's GPU (mps)"``;
+    any other type as ``"this <type> device"``. A notebook that measures on ``pick_device()`` says
+    where it measured with it.
     """
     if not isinstance(device, (str, torch.device)):
         raise TypeError(

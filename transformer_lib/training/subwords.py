@@ -92,12 +92,10 @@ def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list
         if not isinstance(word, str) or not word:
             raise ValueError(f"every word must be a non-empty str, got {word!r}")
         check_positive_ints(**{f"the count of {word!r}": count})
-    age = {
-        ch: rank for rank, ch in enumerate(sorted({ch for word in counts for ch in word}))
-    }  # older = smaller
-    spelled = {
-        tuple(word): count for word, count in counts.items()
-    }  # each word as its current symbols
+    # older = smaller
+    age = {ch: rank for rank, ch in enumerate(sorted({ch for word in counts for ch in word}))}
+    # each word as its current symbols
+    spelled = {tuple(word): count for word, count in counts.items()}
     merges: list[Merge] = []
     for _ in range(num_merges):
         pairs: Counter[tuple[str, str]] = Counter()
@@ -106,9 +104,8 @@ def learn_bpe(words: Iterable[str] | Mapping[str, int], num_merges: int) -> list
                 pairs[pair] += count
         if not pairs:
             break
-        left, right = min(
-            pairs, key=lambda p: (-pairs[p], age[p[0]], age[p[1]])
-        )  # most frequent, then oldest
+        # most frequent, then oldest
+        left, right = min(pairs, key=lambda p: (-pairs[p], age[p[0]], age[p[1]]))
         merges.append(Merge(left, right, pairs[left, right]))
         age.setdefault(left + right, len(age))
         spelled = {_merge_word(symbols, left, right): count for symbols, count in spelled.items()}
@@ -131,15 +128,8 @@ def segment(word: str, merges: Sequence[Merge]) -> list[str]:
 # BPE at scale
 
 
-SPECIAL_TOKENS = (
-    PAD,
-    BOS,
-    EOS,
-    UNK,
-)  # ids 0-3, as in data.Vocab: <pad>=0, <bos>=1, <eos>=2, <unk>=3
-MIN_VOCAB_SIZE = (
-    len(SPECIAL_TOKENS) + 256 + 1
-)  # the specials, the 256 bytes, and at least one merge
+SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # ids 0-3, as in data.Vocab
+MIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 256 + 1  # the specials, the 256 bytes, and one merge or more
 
 
 def _tokenizers():
@@ -220,9 +210,8 @@ class SubwordVocab:
         found = [tokenizer.id_to_token(i) for i in range(len(SPECIAL_TOKENS))]
         if found != list(SPECIAL_TOKENS):
             raise ValueError(f"the tokenizer's ids 0-3 must be {list(SPECIAL_TOKENS)}, got {found}")
-        tokenizer.encode_special_tokens = (
-            True  # "<eos>" typed in a sentence is text, not the end of it
-        )
+        # "<eos>" typed in a sentence is text, not the end of it
+        tokenizer.encode_special_tokens = True
         self.tokenizer = tokenizer
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(len(SPECIAL_TOKENS))
         self._size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -370,9 +359,9 @@ class SubwordVocab:
             return "".join(f"<0x{b:02X}>" for b in raw)
 
     def pieces(self, text: str) -> list[str]:
-        """``text`` as the texts of its tokens: ``pieces("Je t'aime.") == ["Je", " t", "'", "aime",
-        "."]`` (whatever this vocabulary learned). Joined, they give back ``text`` unless a piece
-        splits a character."""
+        """``text`` as the texts of its tokens:
+        ``pieces("Je t'aime.") == ["Je", " t", "'", "aime", "."]`` (whatever this vocabulary
+        learned). Joined, they give back ``text`` unless a piece splits a character."""
         return [self.token_text(i) for i in self.encode(text)]
 
     @property

@@ -69,8 +69,7 @@ def smoothed_targets(
     if target.numel() and not 0 <= int(target.min()) <= int(target.max()) < vocab_size:
         bad = target[(target < 0) | (target >= vocab_size)][0].item()
         raise ValueError(f"target holds id {bad}, outside the vocabulary [0, {vocab_size})")
-    # (N, V)
-    dist = torch.full(
+    dist = torch.full(  # (N, V)
         (target.numel(), vocab_size), eps / max(vocab_size - 2, 1), device=target.device
     )
     dist[:, pad_id] = 0.0
@@ -579,10 +578,8 @@ class TrainingRecipe:
         return dataclasses.replace(self, **changes)
 
 
-# The CPU recipe of notebooks 06 and 07 and train_task. eps_ls is the paper's 0.1: a matched
-# comparison with 0 over three seeds (results/label_smoothing.py and .csv, shown in notebook 06)
-# found it no slower on the date task; with TransformerConfig.cpu_tiny every run reached exact match
-# 1.000 on the validation split at step 1600.
+# The CPU recipe of notebooks 06 and 07 and train_task. eps_ls is the paper's 0.1 (what a matched
+# comparison with 0 found: results/README.md).
 CPU_RECIPE = TrainingRecipe(steps=1600, batch_size=64, lr=3e-3, warmup=100, eps_ls=0.1)
 
 
@@ -635,10 +632,13 @@ def make_trainer(
             ``eps_ls``, the loss's label smoothing (the batch size is the caller's, who draws the
             batches).
         seed: seeds every generator before the weights are drawn: one seed, one initial model.
+        device: where the trainer puts the model and the batches.
         optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g.
-        :func:`paper_optimizer`.
-    Returns the :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`,
-    ``experiments.run_one`` and ``results/label_smoothing.py`` all start here.
+            :func:`paper_optimizer`.
+
+    Returns:
+        The :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`,
+        ``experiments.run_one`` and ``results/label_smoothing.py`` all start here.
     """
     seed_everything(seed)
     model = Transformer(config)
@@ -657,13 +657,15 @@ def perplexity(model: nn.Module, batches: Iterable) -> float:
 
     Args:
         model: a :class:`Transformer` or a language model of :mod:`transformer_lib.model.lm`; put in
-        eval mode. batches: :class:`~transformer_lib.training.data.Batch` es (teacher forcing;
-        ``<pad>`` targets not counted) or
-            ``(inputs (B, T), targets (B, T))`` pairs (targets equal to :data:`IGNORE_INDEX` not
-            counted).
-    Returns the perplexity: every counted token weighs the same, so it is the number of equally
-    likely tokens the model is, on average, choosing between. The paper's Table 3 reports it per
-    wordpiece.
+            eval mode.
+        batches: :class:`~transformer_lib.training.data.Batch` es (teacher forcing; ``<pad>``
+            targets not counted) or ``(inputs (B, T), targets (B, T))`` pairs (targets equal to
+            :data:`IGNORE_INDEX` not counted).
+
+    Returns:
+        The perplexity: every counted token weighs the same, so it is the number of equally likely
+        tokens the model is, on average, choosing between. The paper's Table 3 reports it per
+        wordpiece.
     """
     model.eval()
     device = next(model.parameters(), torch.empty(0)).device
