@@ -101,7 +101,7 @@ def test_decoder_layer_equals_pytorch_after_copy(norm_first):
             "ours rotates queries and keys",
         ),
         (
-            tl.MultiHeadAttention(D_MODEL, HEADS, num_kv_heads=1),
+            tl.MultiHeadAttention(D_MODEL, HEADS, n_kv_heads=1),
             nn.MultiheadAttention(D_MODEL, HEADS),
             "w_k.weight",
         ),

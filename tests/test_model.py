@@ -268,7 +268,7 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
         (
             {"positional": "rope", "d_model": 12, "num_heads": 4},
             ValueError,
-            "d_k = d_model // num_heads must be even",
+            "d_k must be even, got d_k=3 \\(d_model // num_heads = 12 // 4\\)",
         ),
     ],
 )

@@ -8,6 +8,7 @@ except :func:`check_token_ids` (one ``aminmax``). Shapes and masks: NOTATION.md.
 
 import math
 import numbers
+import warnings
 
 import torch
 
@@ -19,6 +20,9 @@ __all__ = [
     "check_probability",
     "check_positive_real",
     "check_choice",
+    "check_bools",
+    "check_heads",
+    "renamed",
     "check_token_id",
     "check_token_ids",
     "check_token_batch",
@@ -87,6 +91,76 @@ def check_choice(name: str, value: object, choices: tuple) -> None:
     them."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
+
+
+def check_bools(**values: object) -> None:
+    """TypeError naming the first of ``values`` that is not ``True`` or ``False`` (0 and 1 are
+    refused: a switch is a bool)."""
+    for name, value in values.items():
+        if not isinstance(value, bool):
+            raise _type_error(name, value, "True or False")
+
+
+def check_heads(
+    d_model: int,
+    num_heads: int,
+    n_kv_heads: int | None = None,
+    d_k: int | None = None,
+    d_v: int | None = None,
+    rope: bool = False,
+) -> None:
+    """The head layout's three rules, one wording each (attention and both configs call this).
+
+    ``d_model`` divisible by ``num_heads`` unless ``d_k`` and ``d_v`` are both set; ``num_heads``
+    divisible by ``n_kv_heads`` (each key/value head serves a whole group of query heads); with
+    rotary positions (``rope``), an even ``d_k``. ValueError naming the values otherwise.
+    """
+    check_positive_ints(d_model=d_model, num_heads=num_heads)
+    if (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; "
+            "choose another num_heads or set d_k and d_v"
+        )
+    if n_kv_heads is not None:
+        check_positive_ints(n_kv_heads=n_kv_heads)
+        if num_heads % n_kv_heads:
+            raise ValueError(
+                f"num_heads={num_heads} is not divisible by n_kv_heads={n_kv_heads}: each "
+                "key/value head serves a whole group of query heads (n_kv_heads=1: multi-query; "
+                "None: one per query head)"
+            )
+    for name, width in (("d_k", d_k), ("d_v", d_v)):
+        if width is not None:
+            check_positive_ints(**{name: width})
+    if rope:
+        width = d_k if d_k is not None else d_model // num_heads
+        given = "" if d_k is not None else f" (d_model // num_heads = {d_model} // {num_heads})"
+        if width % 2:
+            raise ValueError(
+                "rotary positions rotate pairs of features: d_k must be even, "
+                f"got d_k={width}{given}"
+            )
+
+
+UNSET = object()
+
+
+def renamed(owner: str, old: str, new: str, old_value: object, new_value: object) -> object:
+    """The value of a renamed argument: ``new_value``, or ``old_value`` (given under the deprecated
+    name ``old``) with a DeprecationWarning. Both given: TypeError. ``old_value`` is ``UNSET``
+    when the old name was not used."""
+    if old_value is UNSET:
+        return new_value
+    if new_value is not None:
+        raise TypeError(
+            f"{owner} got both {new}={new_value!r} and its old name {old}={old_value!r}"
+        )
+    warnings.warn(
+        f"{owner}: {old} is deprecated, use {new} (the name LMConfig and TransformerConfig use)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
 
 
 def check_text_pairs(caller: str, pairs: object, what: str = "(source text, target text) pairs"):

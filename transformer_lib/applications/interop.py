@@ -638,7 +638,7 @@ def _llama_pairs(ours, hf_model) -> list:
         # RoPE layout: Hugging Face rotates (i, i + d_k/2), ours (2i, 2i+1); the query and key rows
         # are permuted here, at the copy, so that the same pairs turn together (see _rope_rows).
         # Keys have n_kv_heads heads.
-        rotated = (("w_q", theirs.q_proj, c.num_heads), ("w_k", theirs.k_proj, attn.num_kv_heads))
+        rotated = (("w_q", theirs.q_proj, c.num_heads), ("w_k", theirs.k_proj, attn.n_kv_heads))
         for ours_name, their_linear, heads in rotated:
             bias = None if their_linear.bias is None else _rope_rows(their_linear.bias, heads)
             pairs += _linear_pairs(
