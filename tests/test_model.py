@@ -94,7 +94,7 @@ def test_shared_embeddings_are_one_matrix_tied_to_the_output(model):
 
 
 def test_paper_base_parameter_count():
-    """63,082,496 with a shared 37000-token vocabulary; see count_parameters for the paper's 65M."""
+    """63,082,496 with a shared 37000-token vocabulary; NOTATION.md explains the paper's 65M."""
     with torch.device("meta"):  # shapes only: no memory, no initialisation time
         model = tl.Transformer(tl.TransformerConfig.paper_base(vocab_size=37000))
     counts = tl.count_parameters(model)

@@ -194,8 +194,8 @@ def check_token_id(
 
 
 def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
-    """TypeError unless ``tokens`` is an integer tensor; ValueError if an id lies outside ``[0,
-    vocab_size)``.
+    """TypeError unless ``tokens`` is an integer tensor; ValueError if an id lies outside
+    ``[0, vocab_size)``.
 
     The one check that reads the data (one ``aminmax``, one sync on a GPU): an id out of range would
     otherwise end in a device-side assert there, or an IndexError deep inside ``nn.Embedding`` on
@@ -211,8 +211,8 @@ def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
 
 
 def check_token_batch(**tensors: object) -> None:
-    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is ``(B,
-    T)``.
+    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is
+    ``(B, T)``.
 
     The one rule for batches of token ids (model inputs, the tokens of a padding mask); metadata
     only."""
@@ -243,8 +243,8 @@ def check_floating(**tensors: object) -> None:
     if len(set(dtypes)) > 1:
         names = ", ".join(tensors)
         raise TypeError(
-            f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert "
-            "with `.to(...)`"
+            f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; "
+            "convert with `.to(...)`"
         )
 
 
@@ -271,8 +271,8 @@ def check_qkv(
         )
     if k.size(-2) != v.size(-2):
         raise ValueError(
-            f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v "
-            f"is {tuple(v.shape)}"
+            "keys and values must have the same length T_k: "
+            f"k is {tuple(k.shape)}, v is {tuple(v.shape)}"
         )
     if q.size(-2) == 0 or k.size(-2) == 0:
         raise ValueError(
@@ -323,9 +323,9 @@ def check_attention_inputs(
         )
     if not query.size(0) == key.size(0) == value.size(0):
         raise ValueError(
-            f"query, key and value must have one batch size B, got query {tuple(query.shape)}, key "
-            f"{tuple(key.shape)}, value {tuple(value.shape)} (in cross-attention: the target batch "
-            "and the encoder memory's batch must match)"
+            "query, key and value must have one batch size B, "
+            f"got query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)} "
+            "(in cross-attention: the target batch and the encoder memory's batch must match)"
         )
     if key.size(1) != value.size(1):
         raise ValueError(

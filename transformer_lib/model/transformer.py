@@ -301,10 +301,10 @@ class TransformerConfig(ModelOptions):
 class Transformer(nn.Module):
     """The encoder-decoder of *Attention Is All You Need*.
 
-    ``forward(src, tgt) -> logits (B, T_tgt,
-    tgt_vocab_size)``: the logits at position ``t`` predict target token ``t +
-    1`` having seen ``tgt[:, : t + 1]`` and the whole source. Masks are built from ``pad_id`` when
-    not given. ``encode`` and ``decode`` are the two halves, used separately when generating.
+    ``forward(src, tgt) -> logits (B, T_tgt, tgt_vocab_size)``: the logits at position ``t``
+    predict target token ``t + 1`` having seen ``tgt[:, : t + 1]`` and the whole source. Masks are
+    built from ``pad_id`` when not given. ``encode`` and ``decode`` are the two halves, used
+    separately when generating.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -396,15 +396,10 @@ class Transformer(nn.Module):
 
 def count_parameters(model: nn.Module) -> dict[str, int]:
     """Trainable parameters per top-level component, each shared tensor counted once (where it first
-    appears).
+    appears), and their ``"total"``.
 
-    ``count_parameters(Transformer(TransformerConfig.paper_base()))`` with a shared 37000-token
-    vocabulary gives 63,082,496: embeddings 18,944,000 (37000 x 512, shared by source, target and
-    output projection), encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The
-    paper's Table 3 says 65M (and 213M for ``paper_big``, where this gives 214.2M). No single
-    vocabulary size fits both counts, and the paper's attention has no biases (36,864 parameters in
-    base here), so its counts cannot be reproduced exactly from its text; notebook 05 shows the
-    arithmetic.
+    The paper's base model counts 63,082,496 here against its Table 3's 65M; why the two differ is
+    in NOTATION.md ("Parameter counts") and notebook 05.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")
