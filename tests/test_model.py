@@ -275,3 +275,26 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
 def test_bad_option_values_are_named_with_what_was_expected(options, error, message):
     with pytest.raises(error, match=message):
         tiny(**options)
+
+
+def test_a_config_reaches_its_layers_field_by_field_and_checks_every_declared_switch():
+    """block_options reads BlockOptions' fields by name and check_config reads the declared bools:
+    a new option is declared in ModelOptions and BlockOptions, and nowhere in between."""
+    import dataclasses
+
+    from transformer_lib.model.layers import BlockOptions
+    from transformer_lib.model.transformer import block_options
+
+    changed = dict(dropout=0.2, attention_dropout=0.1, norm_first=True, activation="gelu")
+    changed.update(layer_norm_eps=1e-6, norm="rmsnorm", bias=False, n_kv_heads=2, d_k=8, d_v=4)
+    config = tl.TransformerConfig(20, 20, d_model=32, num_heads=4, positional="rope", **changed)
+    options = block_options(config)
+    assert options == BlockOptions(**changed, rope_theta=10000.0)
+    assert {f.name for f in dataclasses.fields(BlockOptions)} <= {
+        f.name for f in dataclasses.fields(config)
+    }
+    switches = [f.name for f in dataclasses.fields(config) if f.type is bool]
+    assert len(switches) == 6
+    for name in switches:
+        with pytest.raises(TypeError, match=f"{name} must be True or False, got 1 of type int"):
+            config.replace(**{name: 1})
