@@ -254,8 +254,9 @@ def check_qkv(
     """Check scaled dot-product attention's arguments; return the scores' shape ``(..., T_q, T_k)``.
 
     Args:
-        q, k, v: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``; floating point, one
-            dtype, leading dims that broadcast.
+        q: ``(..., T_q, d_k)``; floating point, as ``k`` and ``v``.
+        k: ``(..., T_k, d_k)``; of ``q``'s dtype.
+        v: ``(..., T_k, d_v)``; of ``q``'s dtype. The leading dims of all three broadcast.
         mask: optional; checked by :func:`check_mask` against the scores.
     """
     check_floating(q=q, k=k, v=v)
@@ -305,9 +306,14 @@ def check_attention_inputs(
     """Check ``MultiHeadAttention.forward``'s arguments (metadata only, so it is free).
 
     Args:
-        query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; one floating
-            dtype, the weights' (``weight_dtype``) unless autocast is on.
+        query: ``(B, T_q, d_model)``, floating point.
+        key: ``(B, T_k_new, d_model)``, of ``query``'s dtype.
+        value: ``(B, T_k_new, d_model)``, of ``query``'s dtype.
         mask: optional; checked against the scores ``(B, h, T_q, cached + T_k_new)``.
+        d_model: the module's width.
+        num_heads: ``h``.
+        cached: how many key/value positions the cache already holds.
+        weight_dtype: the weights' dtype, which the inputs must have unless autocast is on.
     """
     check_floating(query=query, key=key, value=value)
     for name, x in (("query", query), ("key", key), ("value", value)):
