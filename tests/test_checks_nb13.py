@@ -122,7 +122,7 @@ def test_repeat_kv_matches_the_library_grouping():
     """The reference is the grouping tl.MultiHeadAttention uses: its output equals multi-head
     attention whose key/value projections are the grouped ones repeated with the solution."""
     torch.manual_seed(0)
-    gqa = tl.MultiHeadAttention(16, 4, num_kv_heads=2).eval()
+    gqa = tl.MultiHeadAttention(16, 4, n_kv_heads=2).eval()
     full = tl.MultiHeadAttention(16, 4).eval()
     with torch.no_grad():
         full.w_q.load_state_dict(gqa.w_q.state_dict())

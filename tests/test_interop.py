@@ -101,7 +101,7 @@ def test_decoder_layer_equals_pytorch_after_copy(norm_first):
             "ours rotates queries and keys",
         ),
         (
-            tl.MultiHeadAttention(D_MODEL, HEADS, num_kv_heads=1),
+            tl.MultiHeadAttention(D_MODEL, HEADS, n_kv_heads=1),
             nn.MultiheadAttention(D_MODEL, HEADS),
             "w_k.weight",
         ),
@@ -155,3 +155,15 @@ def test_transformer_lib_runs_without_transformers_and_says_what_to_install():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
     )
     assert "need the optional package transformers (pip install transformers)" in result.stdout
+
+
+def test_config_from_huggingface_reads_the_families_of_its_table():
+    from types import SimpleNamespace
+
+    families = tl.interop.HUGGINGFACE_FAMILIES
+    assert [f.model_type for f in families.values()] == ["gpt2", "bert", "marian", "llama"]
+    assert tl.interop.HUGGINGFACE_MODELS == {name: f.ours for name, f in families.items()}
+    with pytest.raises(
+        ValueError, match="reads gpt2, bert, marian and llama configs, got model_type='mistral'"
+    ):
+        tl.interop.config_from_huggingface(SimpleNamespace(model_type="mistral"))

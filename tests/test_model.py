@@ -94,7 +94,7 @@ def test_shared_embeddings_are_one_matrix_tied_to_the_output(model):
 
 
 def test_paper_base_parameter_count():
-    """63,082,496 with a shared 37000-token vocabulary; see count_parameters for the paper's 65M."""
+    """63,082,496 with a shared 37000-token vocabulary; NOTATION.md explains the paper's 65M."""
     with torch.device("meta"):  # shapes only: no memory, no initialisation time
         model = tl.Transformer(tl.TransformerConfig.paper_base(vocab_size=37000))
     counts = tl.count_parameters(model)
@@ -268,10 +268,33 @@ def test_output_bias_starts_at_zero_and_adds_one_number_per_target_token(model):
         (
             {"positional": "rope", "d_model": 12, "num_heads": 4},
             ValueError,
-            "d_k = d_model // num_heads must be even",
+            "d_k must be even, got d_k=3 \\(d_model // num_heads = 12 // 4\\)",
         ),
     ],
 )
 def test_bad_option_values_are_named_with_what_was_expected(options, error, message):
     with pytest.raises(error, match=message):
         tiny(**options)
+
+
+def test_a_config_reaches_its_layers_field_by_field_and_checks_every_declared_switch():
+    """block_options reads BlockOptions' fields by name and check_config reads the declared bools:
+    a new option is declared in ModelOptions and BlockOptions, and nowhere in between."""
+    import dataclasses
+
+    from transformer_lib.model.layers import BlockOptions
+    from transformer_lib.model.transformer import block_options
+
+    changed = dict(dropout=0.2, attention_dropout=0.1, norm_first=True, activation="gelu")
+    changed.update(layer_norm_eps=1e-6, norm="rmsnorm", bias=False, n_kv_heads=2, d_k=8, d_v=4)
+    config = tl.TransformerConfig(20, 20, d_model=32, num_heads=4, positional="rope", **changed)
+    options = block_options(config)
+    assert options == BlockOptions(**changed, rope_theta=10000.0)
+    assert {f.name for f in dataclasses.fields(BlockOptions)} <= {
+        f.name for f in dataclasses.fields(config)
+    }
+    switches = [f.name for f in dataclasses.fields(config) if f.type is bool]
+    assert len(switches) == 6
+    for name in switches:
+        with pytest.raises(TypeError, match=f"{name} must be True or False, got 1 of type int"):
+            config.replace(**{name: 1})

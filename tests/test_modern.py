@@ -183,7 +183,7 @@ def test_swiglu_option_builds_gated_feed_forwards():
 @pytest.mark.parametrize("kv_heads", [1, 2])
 def test_grouped_query_attention_is_multi_head_attention_with_shared_key_value_heads(kv_heads):
     torch.manual_seed(0)
-    grouped = tl.MultiHeadAttention(D, H, num_kv_heads=kv_heads).eval()
+    grouped = tl.MultiHeadAttention(D, H, n_kv_heads=kv_heads).eval()
     assert grouped.w_k.out_features == grouped.w_v.out_features == kv_heads * (D // H)
     # The same function as h full heads whose key/value rows are repeated: query head j reads kv
     # head j // (h/h_kv)
@@ -217,16 +217,29 @@ def test_grouped_query_attention_is_multi_head_attention_with_shared_key_value_h
 
 def test_n_kv_heads_reaches_every_attention_and_shrinks_the_cache():
     model = tl.DecoderOnlyLM(lm_config(n_kv_heads=1)).eval()
-    assert all(layer.self_attn.num_kv_heads == 1 for layer in model.blocks.layers)
+    assert all(layer.self_attn.n_kv_heads == 1 for layer in model.blocks.layers)
     cache = model.new_cache()
     model(torch.randint(1, 29, (3, 5)), cache=cache)
     assert all(layer.k.shape == (3, 1, 5, D // H) for layer in cache.layers)
     encoder_decoder = tl.Transformer(
         tl.TransformerConfig(20, 20, d_model=D, num_heads=H, n_kv_heads=2)
     )
-    assert all(layer.cross_attn.num_kv_heads == 2 for layer in encoder_decoder.decoder.layers)
-    with pytest.raises(ValueError, match="num_heads=4 is not divisible by num_kv_heads=3"):
-        tl.MultiHeadAttention(D, H, num_kv_heads=3)
+    assert all(layer.cross_attn.n_kv_heads == 2 for layer in encoder_decoder.decoder.layers)
+    with pytest.raises(ValueError, match="num_heads=4 is not divisible by n_kv_heads=3"):
+        tl.MultiHeadAttention(D, H, n_kv_heads=3)
+
+
+def test_num_kv_heads_is_a_deprecated_alias_of_n_kv_heads():
+    with pytest.warns(DeprecationWarning, match="num_kv_heads is deprecated, use n_kv_heads"):
+        old = tl.MultiHeadAttention(D, H, num_kv_heads=2)
+    assert old.n_kv_heads == 2 and old.w_k.out_features == 2 * (D // H)
+    with pytest.warns(DeprecationWarning, match="num_kv_heads is deprecated"):
+        assert old.num_kv_heads == 2
+    with pytest.warns(DeprecationWarning, match="num_kv_heads is deprecated"):
+        layer = tl.EncoderLayer(D, H, 2 * D, num_kv_heads=1)
+    assert layer.self_attn.n_kv_heads == 1
+    with pytest.raises(TypeError, match="got both n_kv_heads=2 and its old name num_kv_heads=1"):
+        tl.MultiHeadAttention(D, H, n_kv_heads=2, num_kv_heads=1)
 
 
 # --- bias -----------------------------------------------------------------------------------------

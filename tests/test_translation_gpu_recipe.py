@@ -42,9 +42,9 @@ def test_device_and_name_pick_the_recipe():
     assert translation._recipe_for(cuda, None) == translation.CUDA_RECIPE
     small = translation._recipe_for(cpu, 0.5, "cuda_small", "fp32")
     assert small == translation.CUDA_SMALL_RECIPE.replace(minutes=0.5, precision="fp32")
-    with pytest.raises(ValueError, match=r"recipe must be one of \['cpu', 'cuda'"):
+    with pytest.raises(ValueError, match=r"recipe must be one of \('cpu', 'cuda'"):
         translation._recipe_for(cpu, None, "gpu")
-    with pytest.raises(ValueError, match=r"precision must be one of \['bf16', 'fp16', 'fp32'\]"):
+    with pytest.raises(ValueError, match=r"precision must be one of \('bf16', 'fp16', 'fp32'\)"):
         translation.CUDA_RECIPE.replace(precision="half")
 
 

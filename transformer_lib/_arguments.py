@@ -8,6 +8,7 @@ except :func:`check_token_ids` (one ``aminmax``). Shapes and masks: NOTATION.md.
 
 import math
 import numbers
+import warnings
 
 import torch
 
@@ -19,6 +20,9 @@ __all__ = [
     "check_probability",
     "check_positive_real",
     "check_choice",
+    "check_bools",
+    "check_heads",
+    "renamed",
     "check_token_id",
     "check_token_ids",
     "check_token_batch",
@@ -89,6 +93,76 @@ def check_choice(name: str, value: object, choices: tuple) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {name}={value!r}")
 
 
+def check_bools(**values: object) -> None:
+    """TypeError naming the first of ``values`` that is not ``True`` or ``False`` (0 and 1 are
+    refused: a switch is a bool)."""
+    for name, value in values.items():
+        if not isinstance(value, bool):
+            raise _type_error(name, value, "True or False")
+
+
+def check_heads(
+    d_model: int,
+    num_heads: int,
+    n_kv_heads: int | None = None,
+    d_k: int | None = None,
+    d_v: int | None = None,
+    rope: bool = False,
+) -> None:
+    """The head layout's three rules, one wording each (attention and both configs call this).
+
+    ``d_model`` divisible by ``num_heads`` unless ``d_k`` and ``d_v`` are both set; ``num_heads``
+    divisible by ``n_kv_heads`` (each key/value head serves a whole group of query heads); with
+    rotary positions (``rope``), an even ``d_k``. ValueError naming the values otherwise.
+    """
+    check_positive_ints(d_model=d_model, num_heads=num_heads)
+    if (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; "
+            "choose another num_heads or set d_k and d_v"
+        )
+    if n_kv_heads is not None:
+        check_positive_ints(n_kv_heads=n_kv_heads)
+        if num_heads % n_kv_heads:
+            raise ValueError(
+                f"num_heads={num_heads} is not divisible by n_kv_heads={n_kv_heads}: each "
+                "key/value head serves a whole group of query heads (n_kv_heads=1: multi-query; "
+                "None: one per query head)"
+            )
+    for name, width in (("d_k", d_k), ("d_v", d_v)):
+        if width is not None:
+            check_positive_ints(**{name: width})
+    if rope:
+        width = d_k if d_k is not None else d_model // num_heads
+        given = "" if d_k is not None else f" (d_model // num_heads = {d_model} // {num_heads})"
+        if width % 2:
+            raise ValueError(
+                "rotary positions rotate pairs of features: d_k must be even, "
+                f"got d_k={width}{given}"
+            )
+
+
+UNSET = object()
+
+
+def renamed(owner: str, old: str, new: str, old_value: object, new_value: object) -> object:
+    """The value of a renamed argument: ``new_value``, or ``old_value`` (given under the deprecated
+    name ``old``) with a DeprecationWarning. Both given: TypeError. ``old_value`` is ``UNSET``
+    when the old name was not used."""
+    if old_value is UNSET:
+        return new_value
+    if new_value is not None:
+        raise TypeError(
+            f"{owner} got both {new}={new_value!r} and its old name {old}={old_value!r}"
+        )
+    warnings.warn(
+        f"{owner}: {old} is deprecated, use {new} (the name LMConfig and TransformerConfig use)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
+
+
 def check_text_pairs(caller: str, pairs: object, what: str = "(source text, target text) pairs"):
     """Every element of ``pairs`` is a ``(str, str)`` pair, tuple or list: a bare string of two
     letters would otherwise unpack as one. ``caller`` and ``what`` word the TypeError."""
@@ -120,8 +194,8 @@ def check_token_id(
 
 
 def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
-    """TypeError unless ``tokens`` is an integer tensor; ValueError if an id lies outside ``[0,
-    vocab_size)``.
+    """TypeError unless ``tokens`` is an integer tensor; ValueError if an id lies outside
+    ``[0, vocab_size)``.
 
     The one check that reads the data (one ``aminmax``, one sync on a GPU): an id out of range would
     otherwise end in a device-side assert there, or an IndexError deep inside ``nn.Embedding`` on
@@ -137,8 +211,8 @@ def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
 
 
 def check_token_batch(**tensors: object) -> None:
-    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is ``(B,
-    T)``.
+    """TypeError unless each of ``tensors`` is an integer tensor; ValueError unless it is
+    ``(B, T)``.
 
     The one rule for batches of token ids (model inputs, the tokens of a padding mask); metadata
     only."""
@@ -169,8 +243,8 @@ def check_floating(**tensors: object) -> None:
     if len(set(dtypes)) > 1:
         names = ", ".join(tensors)
         raise TypeError(
-            f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; convert "
-            "with `.to(...)`"
+            f"{names} must share one dtype, got {', '.join(map(str, dtypes))}; "
+            "convert with `.to(...)`"
         )
 
 
@@ -180,8 +254,9 @@ def check_qkv(
     """Check scaled dot-product attention's arguments; return the scores' shape ``(..., T_q, T_k)``.
 
     Args:
-        q, k, v: ``(..., T_q, d_k)``, ``(..., T_k, d_k)``, ``(..., T_k, d_v)``; floating point, one
-            dtype, leading dims that broadcast.
+        q: ``(..., T_q, d_k)``; floating point, as ``k`` and ``v``.
+        k: ``(..., T_k, d_k)``; of ``q``'s dtype.
+        v: ``(..., T_k, d_v)``; of ``q``'s dtype. The leading dims of all three broadcast.
         mask: optional; checked by :func:`check_mask` against the scores.
     """
     check_floating(q=q, k=k, v=v)
@@ -197,8 +272,8 @@ def check_qkv(
         )
     if k.size(-2) != v.size(-2):
         raise ValueError(
-            f"keys and values must have the same length T_k: k is {tuple(k.shape)}, v "
-            f"is {tuple(v.shape)}"
+            "keys and values must have the same length T_k: "
+            f"k is {tuple(k.shape)}, v is {tuple(v.shape)}"
         )
     if q.size(-2) == 0 or k.size(-2) == 0:
         raise ValueError(
@@ -231,9 +306,14 @@ def check_attention_inputs(
     """Check ``MultiHeadAttention.forward``'s arguments (metadata only, so it is free).
 
     Args:
-        query, key, value: ``(B, T_q, d_model)``, ``(B, T_k_new, d_model)`` twice; one floating
-            dtype, the weights' (``weight_dtype``) unless autocast is on.
+        query: ``(B, T_q, d_model)``, floating point.
+        key: ``(B, T_k_new, d_model)``, of ``query``'s dtype.
+        value: ``(B, T_k_new, d_model)``, of ``query``'s dtype.
         mask: optional; checked against the scores ``(B, h, T_q, cached + T_k_new)``.
+        d_model: the module's width.
+        num_heads: ``h``.
+        cached: how many key/value positions the cache already holds.
+        weight_dtype: the weights' dtype, which the inputs must have unless autocast is on.
     """
     check_floating(query=query, key=key, value=value)
     for name, x in (("query", query), ("key", key), ("value", value)):
@@ -249,9 +329,9 @@ def check_attention_inputs(
         )
     if not query.size(0) == key.size(0) == value.size(0):
         raise ValueError(
-            f"query, key and value must have one batch size B, got query {tuple(query.shape)}, key "
-            f"{tuple(key.shape)}, value {tuple(value.shape)} (in cross-attention: the target batch "
-            "and the encoder memory's batch must match)"
+            "query, key and value must have one batch size B, "
+            f"got query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)} "
+            "(in cross-attention: the target batch and the encoder memory's batch must match)"
         )
     if key.size(1) != value.size(1):
         raise ValueError(

@@ -12,6 +12,10 @@ model and copies every weight. ``transformers`` stays optional: it is imported o
 these two functions runs.
 """
 
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -20,15 +24,13 @@ from ..model.decoder import DecoderLayer
 from ..model.encoder import EncoderLayer
 from ..model.layers import LayerNorm
 
-__all__ = ["copy_from_torch", "from_huggingface", "config_from_huggingface", "HUGGINGFACE_MODELS"]
-
-# The Hugging Face classes from_huggingface copies, and the library's model each becomes.
-HUGGINGFACE_MODELS = {
-    "GPT2LMHeadModel": "lm.DecoderOnlyLM",
-    "BertForMaskedLM": "lm.MaskedLM",
-    "MarianMTModel": "model.Transformer",
-    "LlamaForCausalLM": "lm.DecoderOnlyLM",
-}
+__all__ = [
+    "copy_from_torch",
+    "from_huggingface",
+    "config_from_huggingface",
+    "HUGGINGFACE_FAMILIES",
+    "HUGGINGFACE_MODELS",
+]
 
 
 def copy_from_torch(ours: nn.Module, theirs: nn.Module) -> nn.Module:
@@ -229,163 +231,175 @@ def config_from_huggingface(hf_config):
     :class:`~transformer_lib.LMConfig`, ``MarianConfig`` ->
     :class:`~transformer_lib.TransformerConfig`. Each field comes from the matching HF field; the
     options that make our block theirs are switched on (the option table at the top of
-    ``model/transformer.py`` lists them). Training-only settings with no field here are left out:
-    GPT-2's ``embd_pdrop`` (ours uses ``resid_pdrop`` everywhere), Marian's ``activation_dropout``
-    and layer drop. Llama's rotary settings are read from ``rope_parameters`` (only
-    ``rope_type="default"``).
+    ``model/transformer.py`` lists them). Each family's function (``_gpt2_config``, ...; the table
+    :data:`HUGGINGFACE_FAMILIES` picks it by ``model_type``) says what it leaves out.
 
     Raises:
         ValueError: for a model type other than gpt2, bert, marian or llama, or a setting our blocks
             do not implement.
     """
+    kind = getattr(hf_config, "model_type", None)
+    for family in HUGGINGFACE_FAMILIES.values():
+        if family.model_type == kind:
+            return family.config(hf_config)
+    *first, last = [family.model_type for family in HUGGINGFACE_FAMILIES.values()]
+    raise ValueError(
+        f"config_from_huggingface reads {', '.join(first)} and {last} configs, got "
+        f"model_type={kind!r}"
+    )
+
+
+def _gpt2_config(c):
+    """GPT-2: pre-LN, learned positions, no padding token. ``embd_pdrop`` (training only) is left
+    out: ours uses ``resid_pdrop`` everywhere."""
     from ..model.lm import LMConfig
+
+    _require(
+        c.scale_attn_weights,
+        "GPT-2 with scale_attn_weights=False (ours always divides by sqrt(d_k))",
+    )
+    _require(
+        not c.scale_attn_by_inverse_layer_idx, "GPT-2 with scale_attn_by_inverse_layer_idx=True"
+    )
+    _require(not c.add_cross_attention, "GPT-2 with add_cross_attention=True")
+    return LMConfig(
+        vocab_size=c.vocab_size,
+        d_model=c.n_embd,
+        num_heads=c.n_head,
+        d_ff=c.n_inner if c.n_inner is not None else 4 * c.n_embd,
+        num_layers=c.n_layer,
+        dropout=c.resid_pdrop,
+        max_len=c.n_positions,
+        positional="learned",
+        norm_first=True,  # GPT-2: LayerNorm before each sublayer, and a final one (ln_f)
+        pad_id=None,  # GPT-2 has no padding token (pad_token_id is usually unset, or borrows eos)
+        activation=_activation(c.activation_function, "gpt2"),
+        scale_embeddings=False,
+        layer_norm_eps=c.layer_norm_epsilon,
+        attention_dropout=c.attn_pdrop,
+        tie_embeddings=c.tie_word_embeddings,
+    )
+
+
+def _bert_config(c):
+    """BERT: post-LN, learned absolute positions, a LayerNorm on the embeddings, token types."""
+    from ..model.lm import LMConfig
+
+    position_kind = getattr(c, "position_embedding_type", "absolute")
+    _require(
+        position_kind == "absolute",
+        f"BERT with position_embedding_type={position_kind!r} (ours: absolute)",
+    )
+    _require(not c.is_decoder, "BERT with is_decoder=True (ours is the bidirectional masked model)")
+    _require(
+        c.hidden_act == "gelu",
+        f"BERT with hidden_act={c.hidden_act!r}: our MaskedLM head uses GELU",
+    )
+    return LMConfig(
+        vocab_size=c.vocab_size,
+        d_model=c.hidden_size,
+        num_heads=c.num_attention_heads,
+        d_ff=c.intermediate_size,
+        num_layers=c.num_hidden_layers,
+        dropout=c.hidden_dropout_prob,
+        max_len=c.max_position_embeddings,
+        positional="learned",
+        norm_first=False,  # BERT is post-LN, as the paper
+        pad_id=c.pad_token_id,
+        activation=_activation(c.hidden_act, "bert"),
+        scale_embeddings=False,
+        layer_norm_eps=c.layer_norm_eps,
+        embedding_norm=True,
+        attention_dropout=c.attention_probs_dropout_prob,
+        type_vocab_size=c.type_vocab_size,
+        tie_embeddings=c.tie_word_embeddings,
+    )
+
+
+def _marian_config(c):
+    """MarianMT: the paper's post-LN encoder-decoder with "halves" sinusoids and a bias on the
+    output. ``activation_dropout`` and layer drop (training only) are left out."""
     from ..model.transformer import TransformerConfig
 
-    kind = getattr(hf_config, "model_type", None)
-    if kind == "gpt2":
-        c = hf_config
-        _require(
-            c.scale_attn_weights,
-            "GPT-2 with scale_attn_weights=False (ours always divides by sqrt(d_k))",
-        )
-        _require(
-            not c.scale_attn_by_inverse_layer_idx, "GPT-2 with scale_attn_by_inverse_layer_idx=True"
-        )
-        _require(not c.add_cross_attention, "GPT-2 with add_cross_attention=True")
-        return LMConfig(
-            vocab_size=c.vocab_size,
-            d_model=c.n_embd,
-            num_heads=c.n_head,
-            d_ff=c.n_inner if c.n_inner is not None else 4 * c.n_embd,
-            num_layers=c.n_layer,
-            dropout=c.resid_pdrop,
-            max_len=c.n_positions,
-            positional="learned",
-            norm_first=True,  # GPT-2: LayerNorm before each sublayer, and a final one (ln_f)
-            # GPT-2 has no padding token (pad_token_id is usually unset, or borrows eos)
-            pad_id=None,
-            activation=_activation(c.activation_function, "gpt2"),
-            scale_embeddings=False,
-            layer_norm_eps=c.layer_norm_epsilon,
-            attention_dropout=c.attn_pdrop,
-            tie_embeddings=c.tie_word_embeddings,
-        )
-    if kind == "bert":
-        c = hf_config
-        _require(
-            getattr(c, "position_embedding_type", "absolute") == "absolute",
-            f"BERT with position_embedding_type={getattr(c, 'position_embedding_type', None)!r} "
-            "(ours: absolute)",
-        )
-        _require(
-            not c.is_decoder, "BERT with is_decoder=True (ours is the bidirectional masked model)"
-        )
-        _require(
-            c.hidden_act == "gelu",
-            f"BERT with hidden_act={c.hidden_act!r}: our MaskedLM head uses GELU",
-        )
-        return LMConfig(
-            vocab_size=c.vocab_size,
-            d_model=c.hidden_size,
-            num_heads=c.num_attention_heads,
-            d_ff=c.intermediate_size,
-            num_layers=c.num_hidden_layers,
-            dropout=c.hidden_dropout_prob,
-            max_len=c.max_position_embeddings,
-            positional="learned",
-            norm_first=False,  # BERT is post-LN, as the paper
-            pad_id=c.pad_token_id,
-            activation=_activation(c.hidden_act, "bert"),
-            scale_embeddings=False,
-            layer_norm_eps=c.layer_norm_eps,
-            embedding_norm=True,
-            attention_dropout=c.attention_probs_dropout_prob,
-            type_vocab_size=c.type_vocab_size,
-            tie_embeddings=c.tie_word_embeddings,
-        )
-    if kind == "marian":
-        c = hf_config
-        _require(
-            c.share_encoder_decoder_embeddings, "Marian with separate source and target embeddings"
-        )
-        _require(
-            c.tie_word_embeddings, "Marian with an output projection not tied to the embeddings"
-        )
-        _require(
-            c.decoder_vocab_size in (None, c.vocab_size),
-            "Marian with decoder_vocab_size != vocab_size",
-        )
-        _require(
-            c.encoder_attention_heads == c.decoder_attention_heads
-            and c.encoder_ffn_dim == c.decoder_ffn_dim,
-            "Marian whose encoder and decoder differ in heads or d_ff (ours differ only in depth)",
-        )
-        return TransformerConfig(
-            src_vocab_size=c.vocab_size,
-            tgt_vocab_size=c.vocab_size,
-            d_model=c.d_model,
-            num_heads=c.encoder_attention_heads,
-            d_ff=c.encoder_ffn_dim,
-            num_layers=c.encoder_layers,
-            num_decoder_layers=c.decoder_layers,
-            dropout=c.dropout,
-            attention_dropout=c.attention_dropout,
-            norm_first=False,  # Marian is post-LN, as the paper
-            share_embeddings=True,
-            max_len=c.max_position_embeddings,
-            pad_id=c.pad_token_id,
-            positional="sinusoidal",
-            sinusoid_layout="halves",
-            activation=_activation(c.activation_function, "marian"),
-            scale_embeddings=c.scale_embedding,
-            output_bias=True,  # final_logits_bias
-        )
-    if kind == "llama":
-        c = hf_config
-        rope = c.rope_parameters or {}
-        _require(
-            rope.get("rope_type", "default") == "default",
-            f"Llama with rope_type={rope.get('rope_type')!r} (ours: the original RoPE frequencies, "
-            "'default')",
-        )
-        _require(
-            c.head_dim == c.hidden_size // c.num_attention_heads,
-            f"Llama with head_dim={c.head_dim} != hidden_size // num_attention_heads (ours: d_k = "
-            "d_model // h)",
-        )
-        _require(
-            c.attention_bias == c.mlp_bias,
-            f"Llama with attention_bias={c.attention_bias} but mlp_bias={c.mlp_bias} (ours: one "
-            "bias switch)",
-        )
-        _require(
-            c.hidden_act == "silu",
-            f"Llama with hidden_act={c.hidden_act!r}: our gated feed-forward is SwiGLU",
-        )
-        return LMConfig(
-            vocab_size=c.vocab_size,
-            d_model=c.hidden_size,
-            num_heads=c.num_attention_heads,
-            d_ff=c.intermediate_size,
-            num_layers=c.num_hidden_layers,
-            dropout=0.0,  # Llama has no dropout on sublayer outputs or embeddings
-            max_len=c.max_position_embeddings,
-            positional="rope",
-            norm_first=True,  # pre-norm, and a final norm (model.norm)
-            pad_id=c.pad_token_id,
-            activation="swiglu",
-            scale_embeddings=False,
-            layer_norm_eps=c.rms_norm_eps,
-            attention_dropout=float(c.attention_dropout),
-            tie_embeddings=c.tie_word_embeddings,
-            norm="rmsnorm",
-            rope_theta=float(rope.get("rope_theta", 10000.0)),
-            n_kv_heads=c.num_key_value_heads,
-            bias=c.attention_bias,
-        )
-    raise ValueError(
-        "config_from_huggingface reads gpt2, bert, marian and llama configs, got "
-        f"model_type={kind!r}"
+    _require(
+        c.share_encoder_decoder_embeddings, "Marian with separate source and target embeddings"
+    )
+    _require(c.tie_word_embeddings, "Marian with an output projection not tied to the embeddings")
+    _require(
+        c.decoder_vocab_size in (None, c.vocab_size), "Marian with decoder_vocab_size != vocab_size"
+    )
+    _require(
+        c.encoder_attention_heads == c.decoder_attention_heads
+        and c.encoder_ffn_dim == c.decoder_ffn_dim,
+        "Marian whose encoder and decoder differ in heads or d_ff (ours differ only in depth)",
+    )
+    return TransformerConfig(
+        src_vocab_size=c.vocab_size,
+        tgt_vocab_size=c.vocab_size,
+        d_model=c.d_model,
+        num_heads=c.encoder_attention_heads,
+        d_ff=c.encoder_ffn_dim,
+        num_layers=c.encoder_layers,
+        num_decoder_layers=c.decoder_layers,
+        dropout=c.dropout,
+        attention_dropout=c.attention_dropout,
+        norm_first=False,  # Marian is post-LN, as the paper
+        share_embeddings=True,
+        max_len=c.max_position_embeddings,
+        pad_id=c.pad_token_id,
+        positional="sinusoidal",
+        sinusoid_layout="halves",
+        activation=_activation(c.activation_function, "marian"),
+        scale_embeddings=c.scale_embedding,
+        output_bias=True,  # final_logits_bias
+    )
+
+
+def _llama_config(c):
+    """Llama: pre-norm RMSNorm, rotary positions read from ``rope_parameters`` (only
+    ``rope_type="default"``), SwiGLU, grouped-query attention, one bias switch, no dropout."""
+    from ..model.lm import LMConfig
+
+    rope = c.rope_parameters or {}
+    _require(
+        rope.get("rope_type", "default") == "default",
+        f"Llama with rope_type={rope.get('rope_type')!r} (ours: the original RoPE frequencies, "
+        "'default')",
+    )
+    _require(
+        c.head_dim == c.hidden_size // c.num_attention_heads,
+        f"Llama with head_dim={c.head_dim} != hidden_size // num_attention_heads (ours: d_k = "
+        "d_model // h)",
+    )
+    _require(
+        c.attention_bias == c.mlp_bias,
+        f"Llama with attention_bias={c.attention_bias} but mlp_bias={c.mlp_bias} (ours: one bias "
+        "switch)",
+    )
+    _require(
+        c.hidden_act == "silu",
+        f"Llama with hidden_act={c.hidden_act!r}: our gated feed-forward is SwiGLU",
+    )
+    return LMConfig(
+        vocab_size=c.vocab_size,
+        d_model=c.hidden_size,
+        num_heads=c.num_attention_heads,
+        d_ff=c.intermediate_size,
+        num_layers=c.num_hidden_layers,
+        dropout=0.0,  # Llama has no dropout on sublayer outputs or embeddings
+        max_len=c.max_position_embeddings,
+        positional="rope",
+        norm_first=True,  # pre-norm, and a final norm (model.norm)
+        pad_id=c.pad_token_id,
+        activation="swiglu",
+        scale_embeddings=False,
+        layer_norm_eps=c.rms_norm_eps,
+        attention_dropout=float(c.attention_dropout),
+        tie_embeddings=c.tie_word_embeddings,
+        norm="rmsnorm",
+        rope_theta=float(rope.get("rope_theta", 10000.0)),
+        n_kv_heads=c.num_key_value_heads,
+        bias=c.attention_bias,
     )
 
 
@@ -416,24 +430,19 @@ def from_huggingface(hf_model) -> nn.Module:
         ValueError: a setting of its config that our blocks do not implement.
     """
     transformers = _import_transformers()
-    from ..model import lm, transformer
-
-    copiers = {
-        "GPT2LMHeadModel": (lm.DecoderOnlyLM, _gpt2_pairs),
-        "BertForMaskedLM": (lm.MaskedLM, _bert_pairs),
-        "MarianMTModel": (transformer.Transformer, _marian_pairs),
-        "LlamaForCausalLM": (lm.DecoderOnlyLM, _llama_pairs),
-    }
-    matches = [name for name in copiers if isinstance(hf_model, getattr(transformers, name))]
+    matches = [
+        name for name in HUGGINGFACE_FAMILIES if isinstance(hf_model, getattr(transformers, name))
+    ]
     if not matches:
         raise TypeError(
             f"from_huggingface copies {', '.join(HUGGINGFACE_MODELS)}; got "
             f"{type(hf_model).__name__}"
         )
-    ours_class, pairs_of = copiers[matches[0]]
-    ours = ours_class(config_from_huggingface(hf_model.config))
-    # every (destination, source) pair is checked before the first copy
-    pairs = pairs_of(ours, hf_model)
+    family = HUGGINGFACE_FAMILIES[matches[0]]
+    module, name = family.ours.split(".")
+    ours_class = getattr(importlib.import_module(f"..model.{module}", __package__), name)
+    ours = ours_class(family.config(hf_model.config))
+    pairs = family.pairs(ours, hf_model)  # every pair is checked before the first copy
     with torch.no_grad():
         for destination, source in pairs:
             destination.copy_(source)
@@ -478,11 +487,10 @@ def _gpt2_pairs(ours, hf_model) -> list:
         p = f"blocks.layers.{i}."
         # GPT-2's Conv1D stores its weight transposed, (in_features, out_features), where nn.Linear
         # stores (out_features, in_features): every Conv1D weight is transposed (.T) on the way in.
-        # c_attn fuses the query, key and value projections along its output axis: (d_model, 3
-        # d_model) -> three (d_model, d_model).
-        # 3 x (d_model in, d_model out)
-        q, k, v = block.attn.c_attn.weight.split(ours.config.d_model, dim=1)
-        bq, bk, bv = block.attn.c_attn.bias.split(ours.config.d_model)  # 3 x (d_model,)
+        # c_attn fuses the query, key and value projections along its output axis.
+        d_model, fused = ours.config.d_model, block.attn.c_attn
+        q, k, v = fused.weight.split(d_model, dim=1)  # 3 x (d_model in, d_model out)
+        bq, bk, bv = fused.bias.split(d_model)  # 3 x (d_model,)
         attn = layer.self_attn
         pairs += _linear_pairs(p + "self_attn.w_q", attn.w_q, q.T, bq)
         pairs += _linear_pairs(p + "self_attn.w_k", attn.w_k, k.T, bk)
@@ -510,8 +518,7 @@ def _bert_pairs(ours, hf_model) -> list:
     pairs += _hf_pair(
         "token_type_embed", ours.token_type_embed.weight, e.token_type_embeddings.weight
     )
-    # LayerNorm(token + position + type)
-    pairs += _norm_pairs("positions.norm", ours.positions.norm, e.LayerNorm)
+    pairs += _norm_pairs("positions.norm", ours.positions.norm, e.LayerNorm)  # LN(tok + pos + type)
     for i, (layer, block) in enumerate(
         zip(ours.blocks.layers, hf_model.bert.encoder.layer, strict=True)
     ):
@@ -563,8 +570,7 @@ def _marian_pairs(ours, hf_model) -> list:
         torch.equal(m.encoder.embed_positions.weight, m.decoder.embed_positions.weight),
         "Marian whose encoder and decoder position tables differ (ours share one sinusoid table)",
     )
-    # = tgt_embed = output_projection
-    pairs = _hf_pair("src_embed", ours.src_embed.weight, m.shared.weight)
+    pairs = _hf_pair("src_embed", ours.src_embed.weight, m.shared.weight)  # = tgt_embed, output
     # Marian computes its sinusoid table in float64 ("halves" layout); ours (float32) differs by
     # float32 rounding of the angles, so copy theirs: the two then agree to the last bit at every
     # position.
@@ -625,8 +631,7 @@ def _rope_rows(weight: torch.Tensor, num_heads: int) -> torch.Tensor:
     rows = weight.size(0)
     d_k = rows // num_heads
     per_head = weight.reshape(num_heads, 2, d_k // 2, *weight.shape[1:])  # (h, [x | y], d_k/2, ...)
-    # (h * d_k, ...): x0 y0 x1 y1 ...
-    return per_head.transpose(1, 2).reshape(rows, *weight.shape[1:])
+    return per_head.transpose(1, 2).reshape(rows, *weight.shape[1:])  # (h * d_k, ...): x0 y0 x1 ...
 
 
 def _llama_pairs(ours, hf_model) -> list:
@@ -638,7 +643,7 @@ def _llama_pairs(ours, hf_model) -> list:
         # RoPE layout: Hugging Face rotates (i, i + d_k/2), ours (2i, 2i+1); the query and key rows
         # are permuted here, at the copy, so that the same pairs turn together (see _rope_rows).
         # Keys have n_kv_heads heads.
-        rotated = (("w_q", theirs.q_proj, c.num_heads), ("w_k", theirs.k_proj, attn.num_kv_heads))
+        rotated = (("w_q", theirs.q_proj, c.num_heads), ("w_k", theirs.k_proj, attn.n_kv_heads))
         for ours_name, their_linear, heads in rotated:
             bias = None if their_linear.bias is None else _rope_rows(their_linear.bias, heads)
             pairs += _linear_pairs(
@@ -672,3 +677,33 @@ def _llama_pairs(ours, hf_model) -> list:
         )
     pairs += _norm_pairs("blocks.final_norm", ours.blocks.final_norm, m.norm)
     return pairs + _output_pairs(ours, hf_model)
+
+
+# --------------------------------------------------------------------------------------------------
+# The one table of Hugging Face families. Adding one (say Mistral) is a config function, a pairs
+# function (or Llama's, when the module names match) and a row here.
+
+
+@dataclass(frozen=True)
+class HuggingFaceFamily:
+    """How one Hugging Face model class becomes ours: the ``model_type`` its config carries, our
+    model (``"lm.DecoderOnlyLM"``: a class in ``transformer_lib.model``), the function from its
+    config to ours, and the function listing the checked (destination, source) weight pairs."""
+
+    model_type: str
+    ours: str
+    config: Callable
+    pairs: Callable
+
+
+HUGGINGFACE_FAMILIES = {
+    "GPT2LMHeadModel": HuggingFaceFamily("gpt2", "lm.DecoderOnlyLM", _gpt2_config, _gpt2_pairs),
+    "BertForMaskedLM": HuggingFaceFamily("bert", "lm.MaskedLM", _bert_config, _bert_pairs),
+    "MarianMTModel": HuggingFaceFamily(
+        "marian", "transformer.Transformer", _marian_config, _marian_pairs
+    ),
+    "LlamaForCausalLM": HuggingFaceFamily("llama", "lm.DecoderOnlyLM", _llama_config, _llama_pairs),
+}
+
+# The Hugging Face classes from_huggingface copies, and the library's model each becomes.
+HUGGINGFACE_MODELS = {name: family.ours for name, family in HUGGINGFACE_FAMILIES.items()}

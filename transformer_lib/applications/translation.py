@@ -27,22 +27,28 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from .._arguments import is_int
+from .._arguments import (
+    check_choice,
+    check_non_negative_ints,
+    check_positive_ints,
+    check_positive_real,
+    check_probability,
+)
 from ..model.transformer import Transformer, TransformerConfig
 from ..training.length_batching import LengthBatches
-from ..training.runtime import pick_device, seed_everything
+from ..training.runtime import pick_device
 from ..training.subwords import SubwordVocab
 from ..training.train import (
     PRECISIONS,
-    LabelSmoothingLoss,
     Trainer,
     load_model_weights,
+    make_trainer,
     paper_optimizer,
     read_checkpoint,
 )
@@ -75,14 +81,11 @@ __all__ = [
 # Files of a model folder.
 TOKENIZER_FILE = "tokenizer.json"
 RECIPE_FILE = "recipe.json"
-# the trainer's full, resumable state (weights, Adam moments, step...)
-CHECKPOINT_FILE = "checkpoint.pt"
+CHECKPOINT_FILE = "checkpoint.pt"  # the trainer's resumable state (weights, Adam moments, step)
 AVERAGED_FILE = "weights_averaged.pt"  # the average of the last kept weights (recipe.average_last)
 LOG_FILE = "training_log.json"  # training seconds, CPU seconds, the valid-BLEU curve
 WEIGHTS_FILE = "weights.pt"  # the shipped model: weights only, float16
-METRICS_FILE = (
-    "metrics.json"  # what `evaluate` measured, and the number the shipped-model test recomputes
-)
+METRICS_FILE = "metrics.json"  # what `evaluate` measured; the shipped-model test recomputes it
 
 # The paper's output length limit: "We set the maximum output length during inference to input
 # length + 50" (§6.1). Counted in tokens.
@@ -95,87 +98,103 @@ MIN_OUTPUT_TOKENS = 1
 
 @dataclass(frozen=True)
 class TranslationRecipe:
-    """Everything that decides a translation run: the vocabulary, the model's sizes, the batches,
-    the optimiser.
+    """Everything that decides a translation run: the model (a :class:`TransformerConfig`, its
+    vocabulary sizes the BPE vocabulary's), the batches, the optimiser, the budget.
 
     The learning rate is the paper's schedule (:func:`~transformer_lib.training.train.noam_lr`):
-    ``lr_factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``. Unlike a linear decay to a
-    fixed last step it needs no step count in advance, which suits a budget of minutes, and a
-    resumed run continues it exactly. ``max_tokens`` is the token budget of one batch (source +
-    target, padding included; the paper's is 50,000). ``minutes`` is the training budget in
-    minutes of training, wall-clock or CPU (:func:`train`'s ``clock``; evaluation not counted), and
-    ``eval_minutes`` the training times at which valid BLEU is measured and a copy of the weights is
-    kept. ``average_last`` > 1 averages the weights of the last that many of those copies, as the
-    paper does with its last 5 checkpoints (§6.1); the model that ships is the average only where it
-    scores higher valid BLEU than the final weights. ``precision`` is the
-    :class:`~transformer_lib.training.train.Trainer`'s (``"fp32"``, or ``"bf16"``/``"fp16"`` mixed
-    precision); ``norm_first`` makes the model pre-LN (a residual path with no LayerNorm on it,
-    which trains stably at a higher learning rate after a short warm-up).
+    ``lr_factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``; it needs no step count in
+    advance, which suits a budget of minutes, and a resumed run continues it exactly.
+
+    Fields:
+        model: the model; ``recipe.d_model`` (any model field) and ``recipe.vocab_size`` read it.
+        eps_ls: the loss's label smoothing.
+        max_tokens: the token budget of one batch (source + target, padding included; the paper's
+            is 50,000).
+        warmup, lr_factor: the schedule's warm-up steps and factor.
+        minutes: the training budget, wall-clock or CPU (:func:`train`'s ``clock``; evaluation not
+            counted).
+        eval_minutes: the training times at which valid BLEU is measured and the weights are kept.
+        valid_pairs: how many valid pairs the periodic BLEU reads, spread over all lengths
+            (:func:`spread`).
+        seed: seeds the weights and the batch order.
+        average_last: > 1 averages the weights kept at the last that many ``eval_minutes`` (paper
+            §6.1); the average ships only where it scores higher valid BLEU than the final weights.
+        precision: the :class:`~transformer_lib.training.train.Trainer`'s (``"fp32"``, or
+            ``"bf16"``/``"fp16"`` autocast).
     """
 
-    vocab_size: int
-    d_model: int
-    num_heads: int
-    d_ff: int
-    num_layers: int
-    dropout: float
+    model: TransformerConfig
     eps_ls: float
     max_tokens: int
     warmup: int
     lr_factor: float
     minutes: float
     eval_minutes: tuple[float, ...]
-    max_len: int = (
-        256  # positions the model has: the longest source, and the longest output, in tokens
-    )
-    valid_pairs: int = (
-        1000  # how many valid pairs the periodic BLEU reads, spread over all lengths (see spread)
-    )
+    valid_pairs: int = 1000
     seed: int = 0
-    average_last: int = 0  # average the weights kept at the last this many eval_minutes (0: do not)
-    precision: str = "fp32"  # the Trainer's: "fp32", "bf16" or "fp16" (autocast)
-    norm_first: bool = False  # pre-LN instead of the paper's post-LN
+    average_last: int = 0
+    precision: str = "fp32"
 
     def __post_init__(self):
-        for name in (
-            "vocab_size",
-            "d_model",
-            "num_heads",
-            "d_ff",
-            "num_layers",
-            "max_tokens",
-            "warmup",
-            "max_len",
-        ):
-            value = getattr(self, name)
-            if not is_int(value) or value < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}"
-            )
-        for name in ("dropout", "eps_ls"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if not (math.isfinite(self.minutes) and self.minutes > 0):
-            raise ValueError(f"minutes must be a number > 0, got {self.minutes}")
-        if not (math.isfinite(self.lr_factor) and self.lr_factor > 0):
-            raise ValueError(f"lr_factor must be a number > 0, got {self.lr_factor}")
+        if not isinstance(self.model, TransformerConfig):
+            raise TypeError(f"model must be a TransformerConfig, got {type(self.model).__name__}")
+        check_positive_ints(max_tokens=self.max_tokens, warmup=self.warmup)
+        check_probability(eps_ls=self.eps_ls)
+        check_positive_real(minutes=self.minutes, lr_factor=self.lr_factor)
         object.__setattr__(self, "eval_minutes", tuple(sorted(float(m) for m in self.eval_minutes)))
-        if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
-            raise ValueError(
-                f"precision must be one of {sorted(PRECISIONS)}, got {self.precision!r}"
-            )
-        if not isinstance(self.norm_first, bool):
-            raise ValueError(f"norm_first must be True or False, got {self.norm_first!r}")
+        check_choice("precision", self.precision, tuple(sorted(PRECISIONS)))
+
+    def __getattr__(self, name: str):
+        """The model's fields read through the recipe: ``recipe.d_model`` is
+        ``recipe.model.d_model``, ``recipe.vocab_size`` the shared vocabulary's size."""
+        if name == "vocab_size":
+            return self.model.src_vocab_size
+        if name in _MODEL_FIELDS:
+            return getattr(self.model, name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     def replace(self, **changes) -> "TranslationRecipe":
-        """A copy with some fields changed: ``CPU_RECIPE.replace(minutes=5)``."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed, the model's too: ``CPU_RECIPE.replace(minutes=5,
+        d_model=256)``; ``vocab_size`` sets both vocabulary sizes."""
+        sizes = {name: changes.pop(name) for name in list(changes) if name in _MODEL_FIELDS}
+        if "vocab_size" in changes:
+            sizes["src_vocab_size"] = sizes["tgt_vocab_size"] = changes.pop("vocab_size")
+        model = changes.pop("model", self.model).replace(**sizes)
+        return dataclasses.replace(self, model=model, **changes)
+
+    def to_dict(self) -> dict:
+        """The flat record ``recipe.json`` holds: ``vocab_size``, the model's other fields, then the
+        recipe's."""
+        model = {f.name: getattr(self.model, f.name) for f in dataclasses.fields(self.model)}
+        del model["src_vocab_size"], model["tgt_vocab_size"]
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "model"}
+        return {
+            "vocab_size": self.vocab_size,
+            **model,
+            **own,
+            "eval_minutes": list(self.eval_minutes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TranslationRecipe":
+        """The recipe of a :meth:`to_dict` record; a model field it lacks (a folder written before
+        that field existed) keeps :class:`TransformerConfig`'s default."""
+        data = dict(data)
+        vocab_size = data.pop("vocab_size")
+        sizes = {name: data.pop(name) for name in list(data) if name in _MODEL_FIELDS}
+        model = TransformerConfig(vocab_size, vocab_size, **sizes)
+        return cls(model=model, **{**data, "eval_minutes": tuple(data["eval_minutes"])})
 
     def peak_lr(self) -> float:
         """The learning rate at the end of warm-up (the schedule's largest)."""
-        return self.lr_factor * self.d_model**-0.5 * self.warmup**-0.5
+        return self.lr_factor * self.model.d_model**-0.5 * self.warmup**-0.5
+
+
+# The model fields a recipe reads through and replaces (vocab_size aside).
+_MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(TransformerConfig)) - {
+    "src_vocab_size",
+    "tgt_vocab_size",
+}
 
 
 # The CPU recipe: 15 minutes of training on one thread (``make translation-model``). Small on
@@ -183,12 +202,9 @@ class TranslationRecipe:
 # shared 4000-token BPE vocabulary tied to the output projection (1.4M parameters, 2.8 MB in
 # float16), batches of <= 2500 tokens; the weights of its last 5 minutes are averaged.
 CPU_RECIPE = TranslationRecipe(
-    vocab_size=4000,
-    d_model=128,
-    num_heads=4,
-    d_ff=512,
-    num_layers=2,
-    dropout=0.1,
+    model=TransformerConfig(
+        4000, 4000, d_model=128, num_heads=4, d_ff=512, num_layers=2, dropout=0.1, max_len=256
+    ),
     eps_ls=0.1,
     max_tokens=2500,
     warmup=200,
@@ -259,21 +275,9 @@ RECIPES = {
 
 
 def model_config(recipe: TranslationRecipe, vocab_size: int, pad_id: int = 0) -> TransformerConfig:
-    """The :class:`TransformerConfig` of ``recipe``: one shared vocabulary, embeddings tied (paper
-    §3.4)."""
-    return TransformerConfig(
-        vocab_size,
-        vocab_size,
-        d_model=recipe.d_model,
-        num_heads=recipe.num_heads,
-        d_ff=recipe.d_ff,
-        num_layers=recipe.num_layers,
-        dropout=recipe.dropout,
-        share_embeddings=True,
-        max_len=recipe.max_len,
-        pad_id=pad_id,
-        norm_first=recipe.norm_first,
-    )
+    """The recipe's model for the vocabulary actually learned: ``vocab_size`` tokens on both sides,
+    padded with ``pad_id`` (one shared vocabulary, embeddings tied: paper §3.4)."""
+    return recipe.model.replace(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, pad_id=pad_id)
 
 
 def build_vocab(pairs: Sequence[tuple[str, str]], vocab_size: int) -> SubwordVocab:
@@ -321,6 +325,53 @@ def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 # Translating
 
 
+def _encode_sentences(vocab: SubwordVocab, sentences: Sequence[str], positions: int) -> list:
+    """The token ids of each sentence, normalised as the training text was; a TypeError for what is
+    not a list of str, a ValueError naming a sentence longer than the model's ``positions``."""
+    if isinstance(sentences, str):
+        raise TypeError(
+            "translate takes a list of sentences, got one str; wrap it: translate(model, vocab, "
+            "[text])"
+        )
+    sentences = list(sentences)
+    bad = [s for s in sentences if not isinstance(s, str)]
+    if bad:  # (a None element must be reported too)
+        raise TypeError(
+            f"translate takes sentences (str), got an element {bad[0]!r} of type "
+            f"{type(bad[0]).__name__}"
+        )
+    encoded = [vocab.encode(normalise_text(s)) for s in sentences]
+    for index, ids in enumerate(encoded):
+        if len(ids) > positions:
+            raise ValueError(
+                f"sentence {index} is {len(ids)} tokens long; this model reads at most "
+                f"max_len={positions} tokens (it starts {sentences[index][:40]!r}): split it into "
+                "shorter sentences"
+            )
+    return encoded
+
+
+def _decode_rows(model, vocab, rows, beam_width, length_penalty, max_len, min_len) -> list:
+    """The output ids of one batch of encoded sentences (shortest first), each cut to its own
+    limit: ``max_len``, or its length + 50 tokens (paper §6.1), whatever else shared its batch."""
+    src = torch.full((len(rows), len(rows[-1])), vocab.pad_id, dtype=torch.long)  # (B, S)
+    for row, ids in enumerate(rows):
+        src[row, : len(ids)] = torch.tensor(ids)
+    src = src.to(next(model.parameters()).device)
+
+    def limit(length: int) -> int:  # the decoder holds <bos> + the output: positions - 1 at most
+        wanted = max_len if max_len is not None else length + EXTRA_OUTPUT_TOKENS
+        return min(wanted, model.config.max_len - 1)
+
+    ends = (vocab.bos_id, vocab.eos_id)
+    longest = limit(len(rows[-1]))
+    if beam_width is None:
+        out = greedy_decode(model, src, longest, *ends, min_len=min_len)  # (B, <= longest)
+    else:
+        out = beam_search(model, src, longest, *ends, beam_width, length_penalty, min_len=min_len)
+    return [out[row][: limit(len(ids))] for row, ids in enumerate(rows)]
+
+
 def translate(
     model: Transformer,
     vocab: SubwordVocab,
@@ -348,75 +399,21 @@ def translate(
     is accepted (byte-level BPE spells unseen ones with byte tokens). A sentence longer than the
     model's ``max_len`` tokens raises a ValueError that names it and its length.
     """
-    if isinstance(sentences, str):
-        raise TypeError(
-            "translate takes a list of sentences, got one str; wrap it: translate(model, vocab, "
-            "[text])"
-        )
-    sentences = list(sentences)
-    bad = [s for s in sentences if not isinstance(s, str)]
-    if bad:  # (a None element must be reported too)
-        raise TypeError(
-            f"translate takes sentences (str), got an element {bad[0]!r} of type "
-            f"{type(bad[0]).__name__}"
-        )
-    if beam_width is not None and (not is_int(beam_width) or beam_width < 1):
-        raise ValueError(
-            f"beam_width must be None (greedy) or a whole number >= 1, got {beam_width!r}"
-        )
-    if max_len is not None and (not is_int(max_len) or max_len < 1):
-        raise ValueError(
-            f"max_len must be None (source length + 50) or a whole number >= 1, got {max_len!r}"
-        )
-    if not is_int(batch_size) or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
-    if not is_int(min_len) or min_len < 0:
-        raise ValueError(f"min_len must be a whole number >= 0, got {min_len!r}")
-    positions = model.config.max_len
-    encoded = [vocab.encode(normalise_text(s)) for s in sentences]
-    for index, ids in enumerate(encoded):
-        if len(ids) > positions:
-            raise ValueError(
-                f"sentence {index} is {len(ids)} tokens long; this model reads at most "
-                f"max_len={positions} tokens (it starts {sentences[index][:40]!r}): split it into "
-                "shorter sentences"
-            )
-    outputs = [""] * len(sentences)
+    for name, value in (("beam_width", beam_width), ("max_len", max_len)):
+        if value is not None:  # None: greedy, and source length + 50
+            check_positive_ints(**{name: value})
+    check_positive_ints(batch_size=batch_size)
+    check_non_negative_ints(min_len=min_len)
+    encoded = _encode_sentences(vocab, sentences, model.config.max_len)
+    outputs = [""] * len(encoded)
     order = sorted((i for i, ids in enumerate(encoded) if ids), key=lambda i: len(encoded[i]))
-    device = next(model.parameters()).device
     model.eval()
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
-        longest = len(encoded[chunk[-1]])
-        src = torch.full((len(chunk), longest), vocab.pad_id, dtype=torch.long)  # (B, S)
-        for row, i in enumerate(chunk):
-            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
-        src = src.to(device)
-        # the decoder holds <bos> + the output, so at most `positions - 1` output tokens
-        limit = min(
-            max_len if max_len is not None else longest + EXTRA_OUTPUT_TOKENS, positions - 1
-        )
-        if beam_width is None:
-            # (B, <= limit)
-            out = greedy_decode(model, src, limit, vocab.bos_id, vocab.eos_id, min_len=min_len)
-        else:
-            out = beam_search(
-                model,
-                src,
-                limit,
-                vocab.bos_id,
-                vocab.eos_id,
-                beam_width,
-                length_penalty,
-                min_len=min_len,
-            )
-        for row, i in enumerate(
-            chunk
-        ):  # each output within its own limit, whatever else shared its batch
-            own_limit = min(
-                max_len if max_len is not None else len(encoded[i]) + EXTRA_OUTPUT_TOKENS, limit
-            )
-            outputs[i] = vocab.decode(out[row][:own_limit])
+        rows = [encoded[i] for i in chunk]
+        out = _decode_rows(model, vocab, rows, beam_width, length_penalty, max_len, min_len)
+        for i, row_out in zip(chunk, out, strict=True):
+            outputs[i] = vocab.decode(row_out)
     return outputs
 
 
@@ -451,8 +448,7 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def _read_recipe(folder: Path) -> TranslationRecipe:
-    data = json.loads((folder / RECIPE_FILE).read_text(encoding="utf-8"))
-    return TranslationRecipe(**{**data, "eval_minutes": tuple(data["eval_minutes"])})
+    return TranslationRecipe.from_dict(json.loads((folder / RECIPE_FILE).read_text("utf-8")))
 
 
 def spread(pairs: Sequence[tuple[str, str]], n: int) -> list[tuple[str, str]]:
@@ -545,34 +541,119 @@ def train(
     wall-clock seconds: on a machine shared with other jobs, wall time says little about the work
     done, while one thread's CPU time is what the same run takes on an idle core.
     """
-    if clock not in ("wall", "cpu"):
-        raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
-    spent_key = "cpu_seconds" if clock == "cpu" else "train_seconds"
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    check_choice("clock", clock, ("wall", "cpu"))
     corpus = corpus if corpus is not None else TatoebaCorpus()
+    run = _open_run(Path(folder), recipe, corpus, device, clock)
+    pairs = _pairs_that_fit(corpus.train_pairs, run.vocab, recipe.max_len)
+    batches = LengthBatches(pairs, _EncodedOnce(run.vocab), recipe.max_tokens, recipe.seed)
+    run.valid = spread(corpus.valid_pairs, recipe.valid_pairs)
+    budget = recipe.minutes * 60
+    marks = [m for m in recipe.eval_minutes if m * 60 > run.spent and m <= recipe.minutes]
+    run.bar = tqdm(
+        total=round(budget),
+        initial=min(round(run.spent), round(budget)),
+        disable=not progress,
+        desc=f"training seconds ({clock})",
+        mininterval=2.0,
+    )
+    saved_at, trainer, log = run.spent, run.trainer, run.log
+    while run.spent < budget:
+        wall, cpu = time.perf_counter(), time.process_time()
+        trainer.fit(batches, trainer.step + 1, progress=False)  # one step: then the clock
+        log["train_seconds"] += time.perf_counter() - wall
+        log["cpu_seconds"] += time.process_time() - cpu
+        run.bar.update(min(round(run.spent), round(budget)) - run.bar.n)
+        run.bar.set_postfix(
+            step=trainer.step, loss=f"{trainer.history.loss[-1]:.3f}", refresh=False
+        )
+        while marks and run.spent >= marks[0] * 60:
+            run.evaluate_mark(marks.pop(0))
+        if run.spent >= budget or run.spent - saved_at >= checkpoint_seconds:
+            run.save()
+            saved_at = run.spent
+    run.bar.close()
+    _finish(run, recipe.average_last, progress)
+    return trainer
+
+
+@dataclass
+class _Run:
+    """The state :func:`train`'s steps share: the folder, trainer, vocabulary, training log, the
+    clock's key in the log (``train_seconds`` or ``cpu_seconds``), the valid pairs, the bar."""
+
+    folder: Path
+    trainer: Trainer
+    vocab: SubwordVocab
+    log: dict
+    spent_key: str
+    valid: list = dataclasses.field(default_factory=list)
+    bar: object = None
+
+    @property
+    def spent(self) -> float:
+        """Training seconds so far on the run's clock."""
+        return self.log[self.spent_key]
+
+    def evaluate_mark(self, label: float) -> None:
+        """Greedy valid BLEU at ``label`` training minutes, logged, and the weights kept."""
+        trainer, log = self.trainer, self.log
+        started = time.perf_counter()
+        bleu = (
+            score_split(trainer.model, self.vocab, self.valid)["bleu"] if self.valid else math.nan
+        )
+        trainer.model.train()
+        log["eval_seconds"] += time.perf_counter() - started
+        recent = trainer.history.loss[-50:]
+        log["curve"].append(
+            {
+                "minutes": label,
+                "step": trainer.step,
+                "train_seconds": round(log["train_seconds"], 1),
+                "cpu_seconds": round(log["cpu_seconds"], 1),
+                "valid_bleu": round(bleu, 2),
+                "loss": round(sum(recent) / max(len(recent), 1), 4),
+            }
+        )
+        save_weights(trainer.model, self.folder / f"weights_{label:g}min.pt", trainer.step)
+        self.bar.write(
+            f"valid BLEU {bleu:5.2f} at {label:g} training minutes (step {trainer.step})"
+        )
+
+    def save(self) -> None:
+        """The checkpoint and the log, written together so that they always agree (with a GPU's
+        peak memory so far)."""
+        if self.trainer.device.type == "cuda":
+            peak = torch.cuda.max_memory_allocated(self.trainer.device) / 2**20
+            self.log["peak_gpu_MiB"] = round(max(peak, self.log.get("peak_gpu_MiB", 0.0)))
+        self.trainer.save_checkpoint(self.folder / CHECKPOINT_FILE)
+        _write_json(self.folder / LOG_FILE, self.log)
+
+
+def _open_run(folder: Path, recipe: TranslationRecipe, corpus, device, clock: str) -> _Run:
+    """A fresh or resumed run of ``folder``: the recipe checked against the saved one and written,
+    the vocabulary loaded or learned, the trainer made (:func:`make_trainer`) and, where a
+    checkpoint exists, restored with its log."""
+    folder.mkdir(parents=True, exist_ok=True)
     if (folder / RECIPE_FILE).is_file():
-        saved = _read_recipe(folder)
-        if dataclasses.replace(saved, minutes=recipe.minutes) != recipe:
+        if _read_recipe(folder).replace(minutes=recipe.minutes) != recipe:
             raise ValueError(
                 f"{folder} holds a run of another recipe ({folder / RECIPE_FILE}); use a new "
                 "folder, or the same recipe (only minutes may change when resuming)"
             )
-    _write_json(folder / RECIPE_FILE, asdict(recipe))
+    _write_json(folder / RECIPE_FILE, recipe.to_dict())
     if (folder / TOKENIZER_FILE).is_file():
         vocab = SubwordVocab.load(folder / TOKENIZER_FILE)
     else:
         vocab = build_vocab(corpus.train_pairs, recipe.vocab_size)
         vocab.save(folder / TOKENIZER_FILE)
-    seed_everything(recipe.seed)
-    model = Transformer(model_config(recipe, len(vocab), vocab.pad_id))
-    optimizer, scheduler = paper_optimizer(model, recipe.d_model, recipe.warmup, recipe.lr_factor)
-    trainer = Trainer(
-        model,
-        optimizer,
-        scheduler,
-        LabelSmoothingLoss(recipe.eps_ls, vocab.pad_id),
-        device=device,
+    config = model_config(recipe, len(vocab), vocab.pad_id)
+    schedule = (config.d_model, recipe.warmup, recipe.lr_factor)
+    trainer = make_trainer(
+        config,
+        recipe,
+        recipe.seed,
+        device,
+        optimizer=lambda model: paper_optimizer(model, *schedule),
         precision=recipe.precision,
     )
     log = {"train_seconds": 0.0, "cpu_seconds": 0.0, "eval_seconds": 0.0, "threads": 0, "curve": []}
@@ -585,67 +666,19 @@ def train(
         )
     log["threads"] = torch.get_num_threads()
     log["clock"] = clock
-    pairs = _pairs_that_fit(corpus.train_pairs, vocab, recipe.max_len)
-    batches = LengthBatches(pairs, _EncodedOnce(vocab), recipe.max_tokens, recipe.seed)
-    valid = spread(corpus.valid_pairs, recipe.valid_pairs)
-    budget = recipe.minutes * 60
-    marks = [m for m in recipe.eval_minutes if m * 60 > log[spent_key] and m <= recipe.minutes]
-    bar = tqdm(
-        total=round(budget),
-        initial=min(round(log[spent_key]), round(budget)),
-        disable=not progress,
-        desc=f"training seconds ({clock})",
-        mininterval=2.0,
-    )
+    spent_key = "cpu_seconds" if clock == "cpu" else "train_seconds"
+    return _Run(folder, trainer, vocab, log, spent_key)
 
-    def evaluate_now(label: float) -> None:
-        started = time.perf_counter()
-        bleu = score_split(trainer.model, vocab, valid)["bleu"] if valid else float("nan")
-        trainer.model.train()
-        log["eval_seconds"] += time.perf_counter() - started
-        entry = {
-            "minutes": label,
-            "step": trainer.step,
-            "train_seconds": round(log["train_seconds"], 1),
-            "cpu_seconds": round(log["cpu_seconds"], 1),
-            "valid_bleu": round(bleu, 2),
-            "loss": round(
-                sum(trainer.history.loss[-50:]) / max(len(trainer.history.loss[-50:]), 1), 4
-            ),
-        }
-        log["curve"].append(entry)
-        save_weights(trainer.model, folder / f"weights_{label:g}min.pt", trainer.step)
-        bar.write(f"valid BLEU {bleu:5.2f} at {label:g} training minutes (step {trainer.step})")
 
-    saved_at = log[spent_key]
-    while log[spent_key] < budget:
-        wall, cpu = time.perf_counter(), time.process_time()
-        trainer.fit(
-            batches, trainer.step + 1, progress=False
-        )  # one step: the clock is checked after each
-        log["train_seconds"] += time.perf_counter() - wall
-        log["cpu_seconds"] += time.process_time() - cpu
-        bar.update(min(round(log[spent_key]), round(budget)) - bar.n)
-        bar.set_postfix(step=trainer.step, loss=f"{trainer.history.loss[-1]:.3f}", refresh=False)
-        while marks and log[spent_key] >= marks[0] * 60:
-            evaluate_now(marks.pop(0))
-        done = log[spent_key] >= budget
-        if done or log[spent_key] - saved_at >= checkpoint_seconds:
-            if trainer.device.type == "cuda":  # what the run needs of a GPU's memory
-                peak = torch.cuda.max_memory_allocated(trainer.device) / 2**20
-                log["peak_gpu_MiB"] = round(max(peak, log.get("peak_gpu_MiB", 0.0)))
-            # the log is written with it: they always agree
-            trainer.save_checkpoint(folder / CHECKPOINT_FILE)
-            _write_json(folder / LOG_FILE, log)
-            saved_at = log[spent_key]
-    bar.close()
-    if (
-        recipe.average_last > 1
-        and "averaged" not in log
-        and len(log["curve"]) >= recipe.average_last
-    ):
-        log["averaged"] = _average_last(folder, trainer, vocab, valid, recipe.average_last, log)
-        _write_json(folder / LOG_FILE, log)
+def _finish(run: _Run, average_last: int, progress: bool) -> None:
+    """Average the last kept weights once the curve holds enough of them (``average_last`` > 1),
+    and say how far the run got."""
+    log = run.log
+    if average_last > 1 and "averaged" not in log and len(log["curve"]) >= average_last:
+        log["averaged"] = _average_last(
+            run.folder, run.trainer, run.vocab, run.valid, average_last, log
+        )
+        _write_json(run.folder / LOG_FILE, log)
         if progress:
             print(
                 f"averaged the weights of minutes {log['averaged']['minutes']}: valid BLEU "
@@ -654,10 +687,9 @@ def train(
             )
     if progress:
         print(
-            f"trained to step {trainer.step}: {log['train_seconds'] / 60:.1f} training minutes, "
-            f"{log['cpu_seconds'] / 60:.1f} CPU minutes, {log['threads']} threads"
+            f"trained to step {run.trainer.step}: {log['train_seconds'] / 60:.1f} training "
+            f"minutes, {log['cpu_seconds'] / 60:.1f} CPU minutes, {log['threads']} threads"
         )
-    return trainer
 
 
 def _average_last(
@@ -879,8 +911,7 @@ def _recipe_for(
     "cpu" elsewhere, with ``minutes`` and ``precision`` changed where given."""
     if name is None:
         name = "cuda" if device.type == "cuda" else "cpu"
-    if name not in RECIPES:
-        raise ValueError(f"recipe must be one of {sorted(RECIPES)}, got {name!r}")
+    check_choice("recipe", name, tuple(RECIPES))
     recipe = RECIPES[name]
     if minutes is not None:
         recipe = recipe.replace(minutes=minutes)
@@ -890,11 +921,83 @@ def _recipe_for(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: ``train``, ``evaluate`` or ``translate``; 2 on a bad argument or folder."""
+    args = _parser().parse_args(argv)
+    try:
+        device = pick_device(args.device)
+        if args.command == "train":
+            recipe = _recipe_for(device, args.minutes, args.recipe, args.precision)
+            if args.eval_minutes is not None:
+                marks = tuple(float(m) for m in args.eval_minutes.split(",") if m.strip())
+                recipe = recipe.replace(eval_minutes=marks)
+            train(args.folder, recipe, device=device, clock=args.clock)
+            if args.ship:
+                print(f"shipped to {save_shipped_model(args.folder, args.ship)}")
+        elif args.command == "evaluate":
+            _print_results(evaluate(args.folder, device=device, run_folder=args.run_folder))
+        else:
+            sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
+            model, vocab = load_translator(args.folder, device)
+            for line in translate(model, vocab, sentences, args.beam or None):
+                print(line)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _print_results(results: dict) -> None:
+    """What ``evaluate`` prints: the test split's scores, and the curve of kept weights."""
+    pairs = results["test_pairs"]
+    print(f"test split, {pairs} pairs; sacreBLEU (13a) and chrF on detokenised output")
+    for name in ("greedy", "beam4", "copy_source"):
+        print(f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF {results[name]['chrf']:6.2f}")
+    subset = results["subset"]
+    first = results[f"greedy_bleu_first_{subset}"]
+    print(f"  greedy BLEU on the first {subset} test pairs: {first:.2f}")
+    for point in results.get("curve", []):
+        print(
+            f"  after {point['minutes']:g} training minutes (step {point['step']}): "
+            f"beam-4 test BLEU {point['test_bleu_beam4']:.2f}"
+        )
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line's three subcommands and their options."""
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib.applications.translation",
         description=f"English-French translation on the Tatoeba pairs ({ATTRIBUTION}).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_train_arguments(sub)
+    p_eval = sub.add_parser(
+        "evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline"
+    )
+    p_eval.add_argument(
+        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
+    )
+    p_eval.add_argument("--device", default="cpu")
+    p_eval.add_argument(
+        "--run-folder",
+        default=None,
+        help="the training run's folder: also score the weights it kept at each eval minute",
+    )
+    p_tr = sub.add_parser(
+        "translate", help="translate sentences given as arguments, or one per line on stdin"
+    )
+    p_tr.add_argument("sentences", nargs="*")
+    p_tr.add_argument(
+        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
+    )
+    p_tr.add_argument(
+        "--beam", type=int, default=4, help="beam width; 0 decodes greedily (default %(default)s)"
+    )
+    p_tr.add_argument("--device", default="cpu")
+    return parser
+
+
+def _add_train_arguments(sub) -> None:
+    """The ``train`` subcommand's options."""
     p_train = sub.add_parser(
         "train", help="learn BPE, then train (resumes from FOLDER/checkpoint.pt if present)"
     )
@@ -934,70 +1037,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_train.add_argument(
         "--ship", default=None, help="after training, copy the model (float16) to this folder"
     )
-    p_eval = sub.add_parser(
-        "evaluate", help="BLEU and chrF on the test split: greedy, beam 4, copy baseline"
-    )
-    p_eval.add_argument(
-        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
-    )
-    p_eval.add_argument("--device", default="cpu")
-    p_eval.add_argument(
-        "--run-folder",
-        default=None,
-        help="the training run's folder: also score the weights it kept at each eval minute",
-    )
-    p_tr = sub.add_parser(
-        "translate", help="translate sentences given as arguments, or one per line on stdin"
-    )
-    p_tr.add_argument("sentences", nargs="*")
-    p_tr.add_argument(
-        "--folder", default=str(shipped_model_dir()), help="model folder (default: the shipped one)"
-    )
-    p_tr.add_argument(
-        "--beam", type=int, default=4, help="beam width; 0 decodes greedily (default %(default)s)"
-    )
-    p_tr.add_argument("--device", default="cpu")
-    args = parser.parse_args(argv)
-    try:
-        device = pick_device(args.device)
-        if args.command == "train":
-            recipe = _recipe_for(device, args.minutes, args.recipe, args.precision)
-            if args.eval_minutes is not None:
-                marks = tuple(float(m) for m in args.eval_minutes.split(",") if m.strip())
-                recipe = recipe.replace(eval_minutes=marks)
-            train(args.folder, recipe, device=device, clock=args.clock)
-            if args.ship:
-                print(f"shipped to {save_shipped_model(args.folder, args.ship)}")
-        elif args.command == "evaluate":
-            results = evaluate(args.folder, device=device, run_folder=args.run_folder)
-            print(
-                f"test split, {results['test_pairs']} pairs; sacreBLEU (13a) and chrF on "
-                "detokenised output"
-            )
-            for name in ("greedy", "beam4", "copy_source"):
-                print(
-                    f"  {name:12s} BLEU {results[name]['bleu']:6.2f}   chrF "
-                    f"{results[name]['chrf']:6.2f}"
-                )
-            subset_key = f"greedy_bleu_first_{results['subset']}"
-            print(
-                f"  greedy BLEU on the first {results['subset']} test pairs: "
-                f"{results[subset_key]:.2f}"
-            )
-            for point in results.get("curve", []):
-                print(
-                    f"  after {point['minutes']:g} training minutes (step {point['step']}): "
-                    f"beam-4 test BLEU {point['test_bleu_beam4']:.2f}"
-                )
-        else:
-            sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
-            model, vocab = load_translator(args.folder, device)
-            for line in translate(model, vocab, sentences, args.beam or None):
-                print(line)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._arguments import check_attention_inputs, check_positive_ints, check_qkv
+from .._arguments import (
+    UNSET,
+    check_attention_inputs,
+    check_heads,
+    check_positive_ints,
+    check_qkv,
+    renamed,
+)
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -280,7 +287,7 @@ class MultiHeadAttention(nn.Module):
         d_k, d_v: per-head widths of queries/keys and of values; default ``d_model // h``.
         dropout: dropout on the attention weights.
         bias: whether the four projections have a bias.
-        num_kv_heads: ``h_kv``, the key/value heads (grouped-query attention, Ainslie et al. 2023,
+        n_kv_heads: ``h_kv``, the key/value heads (grouped-query attention, Ainslie et al. 2023,
             "GQA"); ``None``: ``h``, the paper's. Each group of ``h / h_kv`` query heads shares one
             key/value head::
 
@@ -290,7 +297,8 @@ class MultiHeadAttention(nn.Module):
                 k,v: 0  1  2  3            k,v: 0     1                  k,v:    0
 
             ``w_k`` and ``w_v`` (and the cache) shrink by ``h / h_kv``; the heads are repeated just
-            before the scores.
+            before the scores. ``num_kv_heads``, its old name, still works and warns
+            (DeprecationWarning).
         rope_theta: ``None`` (default): no rotation. A number: rotary positions (:func:`apply_rope`
             with this ``theta``) on the queries and keys after the head split; with a cache, the new
             tokens' positions start at the cached length.
@@ -309,40 +317,35 @@ class MultiHeadAttention(nn.Module):
         d_v: int | None = None,
         dropout: float = 0.0,
         bias: bool = True,
-        num_kv_heads: int | None = None,
+        n_kv_heads: int | None = None,
         rope_theta: float | None = None,
+        *,
+        num_kv_heads: int | None = UNSET,
     ):
         super().__init__()
-        check_positive_ints(d_model=d_model, num_heads=num_heads)
-        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        check_positive_ints(num_kv_heads=num_kv_heads)
-        if num_heads % num_kv_heads:
-            raise ValueError(
-                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
-                "key/value head serves a whole group of query heads"
-            )
-        if (d_k is None or d_v is None) and d_model % num_heads:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by num_heads={num_heads}; "
-                "choose another num_heads or give d_k and d_v explicitly"
-            )
-        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
+        old, new = "num_kv_heads", "n_kv_heads"
+        n_kv_heads = renamed("MultiHeadAttention", old, new, num_kv_heads, n_kv_heads)
+        rope = rope_theta is not None
+        check_heads(d_model, num_heads, n_kv_heads, d_k, d_v, rope)
+        n_kv_heads = num_heads if n_kv_heads is None else n_kv_heads
+        self.d_model, self.num_heads, self.n_kv_heads = d_model, num_heads, n_kv_heads
         self.d_k = d_k if d_k is not None else d_model // num_heads
         self.d_v = d_v if d_v is not None else d_model // num_heads
-        check_positive_ints(d_k=self.d_k, d_v=self.d_v)
-        if rope_theta is not None and self.d_k % 2:
-            raise ValueError(
-                f"rotary positions rotate pairs of features: d_k must be even, got d_k={self.d_k}"
-            )
         self.rope_theta = rope_theta
         self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
-        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
-        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_v, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_v, bias=bias)
         self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         # Set by capture_attention: when not None, forward takes the explicit path and appends its
         # weights here.
         self.recorded_weights: list[torch.Tensor] | None = None
+
+    @property
+    def num_kv_heads(self) -> int:
+        """The old name of :attr:`n_kv_heads` (deprecated; warns)."""
+        renamed("MultiHeadAttention", "num_kv_heads", "n_kv_heads", self.n_kv_heads, None)
+        return self.n_kv_heads
 
     def forward(
         self,
@@ -409,8 +412,8 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # (B, h_kv, T_k, d_k), (B, h_kv, T_k, d_v)
         else:
-            k = split_heads(self.w_k(key), self.num_kv_heads)  # (B, h_kv, T_new, d_k)
-            v = split_heads(self.w_v(value), self.num_kv_heads)  # (B, h_kv, T_new, d_v)
+            k = split_heads(self.w_k(key), self.n_kv_heads)  # (B, h_kv, T_new, d_k)
+            v = split_heads(self.w_v(value), self.n_kv_heads)  # (B, h_kv, T_new, d_v)
             if self.rope_theta is not None:
                 k = apply_rope(
                     k, torch.arange(start, start + k.size(2), device=k.device), self.rope_theta
@@ -420,7 +423,7 @@ class MultiHeadAttention(nn.Module):
                     k = torch.cat([cache.k, k], dim=2)  # (B, h_kv, T_past + T_new, d_k)
                     v = torch.cat([cache.v, v], dim=2)  # (B, h_kv, T_past + T_new, d_v)
                 cache.k, cache.v = k, v
-        group = self.num_heads // self.num_kv_heads
+        group = self.num_heads // self.n_kv_heads
         if group > 1:  # each key/value head serves h / h_kv query heads
             k = k.repeat_interleave(group, dim=1)  # (B, h, T_k, d_k)
             v = v.repeat_interleave(group, dim=1)  # (B, h, T_k, d_v)

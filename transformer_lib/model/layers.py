@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._arguments import check_choice, check_positive_ints, check_token_ids
+from .._arguments import check_choice, check_positive_ints, check_token_ids, renamed
 
 __all__ = [
     "LayerNorm",
@@ -420,8 +420,8 @@ class BlockOptions:
         norm: "layernorm" (the paper) or "rmsnorm" (Llama), in every residual sublayer and the
             final norm.
         bias: whether every projection (attention and feed-forward) has a bias; Llama's have none.
-        num_kv_heads: key/value heads of the self-attention (grouped-query; ``None``:
-            ``num_heads``).
+        n_kv_heads: key/value heads of the self-attention (grouped-query; ``None``:
+            ``num_heads``); ``num_kv_heads``, its old name, still works in :meth:`of` and warns.
         rope_theta: rotary positions in the self-attention with this ``theta`` (``None``: none).
         d_k, d_v: per-head widths of queries/keys and of values (``None``:
             ``d_model // num_heads``).
@@ -434,7 +434,7 @@ class BlockOptions:
     layer_norm_eps: float = 1e-5
     norm: str = "layernorm"
     bias: bool = True
-    num_kv_heads: int | None = None
+    n_kv_heads: int | None = None
     rope_theta: float | None = None
     d_k: int | None = None
     d_v: int | None = None
@@ -449,12 +449,16 @@ class BlockOptions:
                 f"options must be a BlockOptions, got {type(options).__name__} {options!r:.40}. "
                 "Pass dropout and the other options by keyword: EncoderLayer(32, 4, 64, dropout=0)."
             )
+        if "num_kv_heads" in changes:
+            old = changes.pop("num_kv_heads")
+            new = changes.get("n_kv_heads")
+            changes["n_kv_heads"] = renamed("BlockOptions", "num_kv_heads", "n_kv_heads", old, new)
         return dataclasses.replace(options, **changes)
 
     def attention(self) -> dict:
         """The keyword arguments of a layer's ``MultiHeadAttention`` (``rope_theta`` aside: only
         self-attention rotates)."""
-        widths = dict(num_kv_heads=self.num_kv_heads, d_k=self.d_k, d_v=self.d_v)
+        widths = dict(n_kv_heads=self.n_kv_heads, d_k=self.d_k, d_v=self.d_v)
         return dict(dropout=self.attention_dropout, bias=self.bias, **widths)
 
     def feed_forward(self, d_model: int, d_ff: int) -> "PositionwiseFeedForward":

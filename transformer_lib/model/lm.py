@@ -100,12 +100,7 @@ class LMConfig(ModelOptions):
     __repr__ = config_repr
 
     def __post_init__(self):
-        check_config(
-            self,
-            {"vocab_size": self.vocab_size},
-            probabilities=("dropout", "attention_dropout"),
-            flags=("norm_first", "tie_embeddings"),
-        )
+        check_config(self, {"vocab_size": self.vocab_size})
         # 0: no token-type embeddings; BERT: 2
         check_non_negative_ints(type_vocab_size=self.type_vocab_size)
 

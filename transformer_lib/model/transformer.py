@@ -8,7 +8,9 @@ import torch
 from torch import nn
 
 from .._arguments import (
+    check_bools,
     check_choice,
+    check_heads,
     check_positive_ints,
     check_positive_real,
     check_probability,
@@ -107,43 +109,30 @@ def config_repr(config) -> str:
     return f"{type(config).__name__}({', '.join(shown)})"
 
 
-def check_config(
-    config, vocab_sizes: dict[str, int], probabilities: tuple[str, ...], flags: tuple[str, ...]
-) -> None:
-    """The checks every model config shares (:class:`TransformerConfig`, and ``lm.LMConfig`` of
-    notebook 11).
+def check_config(config, vocab_sizes: dict[str, int]) -> None:
+    """The checks every model config shares (:class:`TransformerConfig`, ``lm.LMConfig``); each
+    error names the field and its value.
 
-    Positive whole sizes, probabilities in [0, 1), NumPy numbers stored as Python numbers (a config
-    built from a grid or a CSV compares and prints like any other), ``flags`` that are real bools, a
-    ``pad_id`` inside every vocabulary (or ``None``: no padding token), a known kind of
-    ``positional`` encoding, sinusoid layout, ``activation`` and ``norm``, a ``layer_norm_eps`` and
-    ``rope_theta`` above 0 (a ``rope_theta`` other than the default only with
-    ``positional="rope"``), ``d_model`` divisible by ``num_heads``, an even ``d_k`` for rotary
-    positions, and ``num_heads`` divisible by ``n_kv_heads``. Every error names the field and its
-    value.
+    Positive whole sizes; every ``*dropout`` field a probability in [0, 1); NumPy numbers stored as
+    Python numbers (a config built from a grid or a CSV compares and prints like any other); every
+    field declared ``bool`` a real bool; a ``pad_id`` inside every vocabulary (or ``None``: no
+    padding token); known choices; a ``layer_norm_eps`` and ``rope_theta`` above 0 (``rope_theta``
+    changed only with ``positional="rope"``); the head layout (``_arguments.check_heads``). The
+    checks read the field declarations, so a new bool or dropout option is checked without a line
+    here.
     """
     c = config
-    check_positive_ints(
-        **vocab_sizes,
-        d_model=c.d_model,
-        num_heads=c.num_heads,
-        d_ff=c.d_ff,
-        num_layers=c.num_layers,
-        max_len=c.max_len,
-    )
-    check_probability(**{name: getattr(c, name) for name in probabilities})
-    for f in dataclasses.fields(c):  # NumPy scalars (from a grid, a CSV) become Python numbers
+    fields = dataclasses.fields(c)
+    sizes = ("d_model", "num_heads", "d_ff", "num_layers", "max_len")
+    check_positive_ints(**vocab_sizes, **{name: getattr(c, name) for name in sizes})
+    check_probability(**{f.name: getattr(c, f.name) for f in fields if f.name.endswith("dropout")})
+    for f in fields:  # NumPy scalars (from a grid, a CSV) become Python numbers
         value = getattr(c, f.name)
         if is_int(value) and not isinstance(value, int):
             object.__setattr__(c, f.name, int(value))
         elif isinstance(value, numbers.Real) and not isinstance(value, (int, float)):
             object.__setattr__(c, f.name, float(value))
-    for name in ("scale_embeddings", "embedding_norm", "bias", *flags):
-        value = getattr(c, name)
-        if not isinstance(value, bool):
-            raise TypeError(
-                f"{name} must be True or False, got {value!r} of type {type(value).__name__}"
-            )
+    check_bools(**{f.name: getattr(c, f.name) for f in fields if f.type is bool})
     if c.pad_id is not None:
         sizes = ", ".join(f"{name}={size}" for name, size in vocab_sizes.items())
         hint = "(or None for a language model without a padding token)"
@@ -153,33 +142,13 @@ def check_config(
     check_choice("activation", c.activation, FFN_ACTIVATIONS)
     check_choice("norm", c.norm, tuple(NORMS))
     check_positive_real(layer_norm_eps=c.layer_norm_eps, rope_theta=c.rope_theta)
-    for name in ("d_k", "d_v"):
-        if getattr(c, name) is not None:
-            check_positive_ints(**{name: getattr(c, name)})
-    if (c.d_k is None or c.d_v is None) and c.d_model % c.num_heads:
-        raise ValueError(
-            f"d_model={c.d_model} is not divisible by num_heads={c.num_heads}; "
-            "choose another num_heads or set d_k and d_v"
-        )
-    if c.positional == "rope" and head_width(c) % 2:
-        raise ValueError(
-            "positional='rope' rotates pairs of features: d_k = d_model // num_heads must be "
-            f"even, got d_k={head_width(c)} (d_model={c.d_model}, num_heads={c.num_heads})"
-        )
-    default_theta = next(f.default for f in dataclasses.fields(c) if f.name == "rope_theta")
+    check_heads(c.d_model, c.num_heads, c.n_kv_heads, c.d_k, c.d_v, rope=c.positional == "rope")
+    default_theta = next(f.default for f in fields if f.name == "rope_theta")
     if c.positional != "rope" and c.rope_theta != default_theta:
         raise ValueError(
             f"rope_theta={c.rope_theta} is read only with positional='rope', got "
             f"positional={c.positional!r}"
         )
-    if c.n_kv_heads is not None:
-        check_positive_ints(n_kv_heads=c.n_kv_heads)
-        if c.num_heads % c.n_kv_heads:
-            raise ValueError(
-                f"num_heads={c.num_heads} is not divisible by n_kv_heads={c.n_kv_heads}: each "
-                "key/value head serves a whole group of query heads (n_kv_heads=1: multi-query; "
-                "None: one per query head)"
-            )
 
 
 def head_width(config, values: bool = False) -> int:
@@ -204,23 +173,11 @@ def make_positions(config) -> nn.Module:
 
 def block_options(config) -> BlockOptions:
     """The :class:`~transformer_lib.model.layers.BlockOptions` of a config's layers (both model
-    families build their stacks from it): dropouts, norm placement and kind, activation, biases,
-    key/value heads, per-head widths ``d_k``/``d_v``, and ``rope_theta`` when ``positional="rope"``
-    (else ``None``)."""
-    c = config
-    return BlockOptions(
-        dropout=c.dropout,
-        attention_dropout=c.attention_dropout,
-        norm_first=c.norm_first,
-        activation=c.activation,
-        layer_norm_eps=c.layer_norm_eps,
-        norm=c.norm,
-        bias=c.bias,
-        num_kv_heads=c.n_kv_heads,
-        rope_theta=c.rope_theta if c.positional == "rope" else None,
-        d_k=c.d_k,
-        d_v=c.d_v,
-    )
+    families build their stacks from it): every field of ``BlockOptions`` is read from the config
+    field of the same name, ``rope_theta`` only when ``positional="rope"`` (else ``None``)."""
+    shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(BlockOptions)}
+    shared["rope_theta"] = config.rope_theta if config.positional == "rope" else None
+    return BlockOptions(**shared)
 
 
 def init_projections(model: nn.Module) -> None:
@@ -274,12 +231,8 @@ class TransformerConfig(ModelOptions):
     __repr__ = config_repr
 
     def __post_init__(self):
-        check_config(
-            self,
-            {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size},
-            probabilities=("dropout", "attention_dropout"),
-            flags=("norm_first", "share_embeddings", "output_bias"),
-        )
+        vocab_sizes = {"src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size}
+        check_config(self, vocab_sizes)
         if self.pad_id is None:
             raise ValueError(
                 "pad_id=None is for the language models: the encoder-decoder needs a padding token "
@@ -348,10 +301,10 @@ class TransformerConfig(ModelOptions):
 class Transformer(nn.Module):
     """The encoder-decoder of *Attention Is All You Need*.
 
-    ``forward(src, tgt) -> logits (B, T_tgt,
-    tgt_vocab_size)``: the logits at position ``t`` predict target token ``t +
-    1`` having seen ``tgt[:, : t + 1]`` and the whole source. Masks are built from ``pad_id`` when
-    not given. ``encode`` and ``decode`` are the two halves, used separately when generating.
+    ``forward(src, tgt) -> logits (B, T_tgt, tgt_vocab_size)``: the logits at position ``t``
+    predict target token ``t + 1`` having seen ``tgt[:, : t + 1]`` and the whole source. Masks are
+    built from ``pad_id`` when not given. ``encode`` and ``decode`` are the two halves, used
+    separately when generating.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -443,15 +396,10 @@ class Transformer(nn.Module):
 
 def count_parameters(model: nn.Module) -> dict[str, int]:
     """Trainable parameters per top-level component, each shared tensor counted once (where it first
-    appears).
+    appears), and their ``"total"``.
 
-    ``count_parameters(Transformer(TransformerConfig.paper_base()))`` with a shared 37000-token
-    vocabulary gives 63,082,496: embeddings 18,944,000 (37000 x 512, shared by source, target and
-    output projection), encoder 18,914,304 (6 x 3,152,384), decoder 25,224,192 (6 x 4,204,032). The
-    paper's Table 3 says 65M (and 213M for ``paper_big``, where this gives 214.2M). No single
-    vocabulary size fits both counts, and the paper's attention has no biases (36,864 parameters in
-    base here), so its counts cannot be reproduced exactly from its text; notebook 05 shows the
-    arithmetic.
+    The paper's base model counts 63,082,496 here against its Table 3's 65M; why the two differ is
+    in NOTATION.md ("Parameter counts") and notebook 05.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"count_parameters needs an nn.Module, got {type(model).__name__}")

@@ -622,6 +622,7 @@ def make_trainer(
     seed: int = 0,
     device: torch.device | str = "cpu",
     optimizer: Callable[[nn.Module], tuple] | None = None,
+    precision: str = "fp32",
 ) -> Trainer:
     """The one path from a config to a ready trainer: seed, a fresh :class:`Transformer`, Adam, the
     smoothed loss.
@@ -630,15 +631,18 @@ def make_trainer(
         config: the model.
         recipe: ``lr``, ``warmup`` and ``steps`` of Adam with :func:`warmup_linear_decay`, and
             ``eps_ls``, the loss's label smoothing (the batch size is the caller's, who draws the
-            batches).
+            batches). With ``optimizer`` given, only ``eps_ls`` is read (a translation recipe
+            serves).
         seed: seeds every generator before the weights are drawn: one seed, one initial model.
         device: where the trainer puts the model and the batches.
         optimizer: optional ``model -> (optimizer, scheduler)`` instead, e.g.
             :func:`paper_optimizer`.
+        precision: the :class:`Trainer`'s ("fp32", or "bf16"/"fp16" autocast).
 
     Returns:
         The :class:`Trainer` (``trainer.model`` is the model). :func:`train_task`,
-        ``experiments.run_one`` and ``results/label_smoothing.py`` all start here.
+        ``experiments.run_one``, ``applications.translation.train`` and
+        ``results/label_smoothing.py`` all start here.
     """
     seed_everything(seed)
     model = Transformer(config)
@@ -647,7 +651,7 @@ def make_trainer(
     else:
         optim, scheduler = optimizer(model)
     loss = LabelSmoothingLoss(recipe.eps_ls, config.pad_id)
-    return Trainer(model, optim, scheduler, loss, device=device)
+    return Trainer(model, optim, scheduler, loss, device=device, precision=precision)
 
 
 @torch.no_grad()
