@@ -4,6 +4,7 @@ task it trains on keeps its held-out splits out of training by construction."""
 import csv
 import dataclasses
 import itertools
+import random
 import re
 
 import pytest
@@ -205,6 +206,37 @@ def test_string_program_task_holds_out_its_splits_by_construction():
         StringProgramTask(alphabet="aab")
     with pytest.raises(ValueError, match="min_len"):
         StringProgramTask(min_len=5, max_len=2)
+
+
+def _repeats(task, held_out, training, count=400):
+    """The held-out programs that compute a training program's function, judged on ``count``
+    random strings drawn here (not the task's own probes): a program missing from the answer
+    differs from every training program on one of these strings, which proves it a new function."""
+    rng = random.Random("tests/test_experiments.py")
+    probes = [
+        "".join(rng.choice(task.alphabet) for _ in range(rng.randint(task.min_len, task.max_len)))
+        for _ in range(count)
+    ]
+    taught = {tuple(task.run(p, text) for text in probes) for p in training}
+    return [p for p in held_out if tuple(task.run(p, text) for text in probes) in taught]
+
+
+def test_string_program_task_holds_out_new_functions_not_new_spellings():
+    old_split = ["lln", "lns", "lpr", "lsp", "prs", "psp", "rpp", "slr", "sls", "snn", "snp", "srr"]
+    for seed in (0, 1):
+        task = StringProgramTask(seed=seed)
+        assert len(task.gen_programs) == 12 and len(task.train_programs) == 155 - 12
+        assert _repeats(task, task.gen_programs, task.train_programs) == []
+    # the split before issue 36 (notebook 10's 12 held-out programs): 9 were new spellings only
+    everything = task.train_programs + task.gen_programs
+    repeats = _repeats(task, old_split, [p for p in everything if p not in old_split])
+    assert repeats == ["lln", "lns", "lsp", "prs", "psp", "rpp", "sls", "snp", "srr"]
+    # a held-out function is held out with all its spellings: `snp` and `spn` are one function
+    assert {"snp", "spn"} <= set(StringProgramTask().gen_programs)
+    with pytest.raises(ValueError, match="between 0 and 66"):
+        StringProgramTask(num_gen_programs=67)
+    with pytest.raises(ValueError, match="between 0 and 4"):
+        StringProgramTask(max_ops=1, num_gen_programs=5)  # training keeps one program
 
 
 def test_main_rejects_an_unavailable_device(capsys):
