@@ -13,8 +13,8 @@ from functools import partial
 import torch
 
 from ... import causal_mask, scaled_dot_product_attention
-from ..checks import inputs as draw
-from ..checks import variants
+from . import inputs as draw
+from . import variants
 from .engine import (
     Case,
     CheckResult,
@@ -30,6 +30,57 @@ from .engine import (
 from .registry import Exercise, Question
 
 __all__ = ["check_attention", "check_causal_mask"]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _attention_cases() -> list[Case]:
+    """Two shapes with d_k != d_v, a causal mask, per-sequence padding, and a query row with no
+    allowed key."""
+    gen = draw.generator()
+    q, k, v, x = (
+        draw.randn(gen, 2, 3, 4),
+        draw.randn(gen, 2, 5, 4),
+        draw.randn(gen, 2, 5, 6),
+        draw.randn(gen, 2, 5, 4),
+    )
+    q4, k4, v4 = (
+        draw.randn(gen, 3, 2, 4, 8, grad=True),
+        draw.randn(gen, 3, 2, 4, 8, grad=True),
+        draw.randn(gen, 3, 2, 4, 6, grad=True),
+    )
+    grads = {"q": q4, "k": k4, "v": v4}
+    none_allowed = torch.ones(2, 3, 5, dtype=torch.bool)
+    # sequence 0's query 1 may see no key: zero weights and a zero output, never NaN
+    none_allowed[0, 1] = False
+    return [
+        Case((q, k, v), "for q (2, 3, 4), k (2, 5, 4), v (2, 5, 6), no mask"),
+        Case((q4, k4, v4), "for (B, h, T, d_k) = (3, 2, 4, 8) and d_v = 6, no mask", inputs=grads),
+        Case((x, x, x, causal_mask(5)[0]), "with a causal mask (1, 5, 5)"),
+        Case(
+            (q, k, v, draw.padded([3, 5], 5, dims=3)),
+            "with a padding mask (2, 1, 5) that differs per sequence",
+        ),
+        Case(
+            (q4, k4, v4, draw.padded([2, 4, 1], 4)),
+            "with a padding mask (3, 1, 1, 4) that differs per sequence",
+            inputs=grads,
+        ),
+        Case(
+            (q, k, v, none_allowed),
+            "with a mask (2, 3, 5) that lets query 1 of sequence 0 "
+            "see no key (its weights and output must be 0, not NaN)",
+        ),
+    ]
+
+
+def _causal_mask_cases(with_cache: bool) -> list[Case]:
+    sizes = [(2, 5), (3, 3), (1, 1)] if with_cache else [(4,), (7,), (1,)]
+    return [
+        Case(size, f"for {'(T_q, T_k)' if with_cache else 'T'} = {', '.join(map(str, size))}")
+        for size in sizes
+    ]
 
 
 # (hint, the knobs of variants.attention that make the bug), for attention and multi-head attention
@@ -115,7 +166,7 @@ ATTENTION = Entry(
     "check_attention",
     "your attention",
     lambda q, k, v, mask=None: scaled_dot_product_attention(q, k, v, mask),
-    draw.attention,
+    _attention_cases,
     [
         *knob_mistakes(
             variants.attention,
@@ -148,7 +199,7 @@ CAUSAL_MASK = Entry(
     "check_causal_mask",
     "your causal mask",
     lambda size: causal_mask(size)[0, 0],
-    partial(draw.causal_masks, with_cache=False),
+    partial(_causal_mask_cases, with_cache=False),
     [
         Mistake(
             "the mask is inverted: True should mark what a query *may* see (j <= i).",
@@ -173,7 +224,7 @@ CAUSAL_MASK_WITH_CACHE = Entry(
     "check_causal_mask",
     "your causal mask",
     lambda size_q, size_k: causal_mask(size_q, size_k)[0, 0],
-    partial(draw.causal_masks, with_cache=True),
+    partial(_causal_mask_cases, with_cache=True),
     [
         Mistake(
             "for T_q new queries among T_k positions, query i is position i + T_k - T_q: it sees "
