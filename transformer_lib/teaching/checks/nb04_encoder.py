@@ -375,11 +375,9 @@ class _OwnLayer(nn.Module):
         return self.layer(x, mask)  # (B, T, d_model)
 
 
-def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_first=False):
-    """``tl.Encoder`` holding the student's weights, after checking the stack's structure: N
-    distinct layers in ``self.layers`` (an nn.ModuleList), built with the stack's ``norm_first``,
-    and a LayerNorm ``final_norm`` in pre-LN only. A ``tl.EncoderLayer`` lends its weights to the
-    library's layer; any other layer (the student's own) is copied into the stack as it is."""
+def _stacked_layers(student: nn.Module, num_layers: int, norm_first: bool) -> nn.ModuleList:
+    """The stack's ``self.layers``, after checking it: an nn.ModuleList of N distinct layers with
+    weights, built with the stack's ``norm_first``."""
     layers = getattr(student, "layers", None)
     if not isinstance(layers, nn.ModuleList):
         raise Failure(
@@ -424,6 +422,15 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
             f"with norm_first={not norm_first}. Hint: pass it on, `tl.EncoderLayer(d_model, "
             "num_heads, d_ff, dropout=0.0, norm_first=norm_first)`."
         )
+    return layers
+
+
+def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_first=False):
+    """``tl.Encoder`` holding the student's weights, after checking the stack's structure: N
+    distinct layers in ``self.layers`` (an nn.ModuleList), built with the stack's ``norm_first``,
+    and a LayerNorm ``final_norm`` in pre-LN only. A ``tl.EncoderLayer`` lends its weights to the
+    library's layer; any other layer (the student's own) is copied into the stack as it is."""
+    layers = _stacked_layers(student, num_layers, norm_first)
     final = getattr(student, "final_norm", None)
     has_final = isinstance(final, nn.Module) and any(True for _ in final.parameters())
     if norm_first and not has_final:

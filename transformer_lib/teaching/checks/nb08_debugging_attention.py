@@ -78,8 +78,8 @@ def _causal_decoder_verdict(logits: tuple, case: Case) -> None:
             "them. Hint: a row of scores that is all -inf (every key masked) gives NaN: "
             "check the masks' polarity."
         )
-    # (B, t + 1): the largest change of each position's logits
-    moved = (after - before)[:, : t + 1].abs().amax(-1)
+    # the largest change of each position's logits
+    moved = (after - before)[:, : t + 1].abs().amax(-1)  # (B, t + 1)
     if moved.max() > 1e-4:
         sequence, position = divmod(int(moved.argmax()), t + 1)
         raise Failure(

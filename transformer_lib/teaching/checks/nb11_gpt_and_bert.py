@@ -53,8 +53,8 @@ def _gpt_block_cases() -> list[Case]:
 
 
 def _token_batch_cases() -> list[Case]:
-    # (B, T): ids 0-4 special, 5 is <mask>
-    tokens = torch.randint(6, 40, (100, 1000), generator=draw.generator())
+    # ids 0-4 special, 5 is <mask>
+    tokens = torch.randint(6, 40, (100, 1000), generator=draw.generator())  # (B, T)
     tokens[:, -100:] = 0  # padding at the end of every row
     return [
         Case(
@@ -371,12 +371,13 @@ def _generate_pick(result, case: Case) -> dict:
     chances, max_len = {}, model.config.max_len
     for step in range(new):
         t = prompt.size(1) + step
-        # (B,): the window the right loop feeds the model for position t, as its table row
-        context = _window_context(result[:, max(0, t - max_len)], result[:, t - 1], vocab)
+        # the window the right loop feeds the model for position t, as its table row
+        first, last = result[:, max(0, t - max_len)], result[:, t - 1]  # (B,) each
+        context = _window_context(first, last, vocab)  # (B,)
         index = context * vocab + result[:, t]  # (B,): the pair (context, new) as one number
         pairs = torch.bincount(index, minlength=vocab**3).double().view(vocab * vocab, vocab)
-        # (V * V, V): each context's new tokens over how often it occurred
-        chances[_chance_part(step)] = pairs / pairs.sum(1, keepdim=True).clamp(min=1)
+        # each context's new tokens over how often it occurred
+        chances[_chance_part(step)] = pairs / pairs.sum(1, keepdim=True).clamp(min=1)  # (V * V, V)
     return chances
 
 

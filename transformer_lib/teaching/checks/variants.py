@@ -32,8 +32,8 @@ def attention(
     masked scores; ``keep(mask)``: the mask actually applied; ``after_softmax``: mask the weights
     instead of the scores; ``nan_rows``: a query that may see no key keeps softmax's NaN instead of
     zero weights."""
-    # (..., T_q, T_k)
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.size(-1)) if scale is None else scale(q, v))
+    divisor = math.sqrt(q.size(-1)) if scale is None else scale(q, v)
+    scores = q @ k.transpose(-2, -1) / divisor  # (..., T_q, T_k)
     if mask is not None and not after_softmax:
         scores = scores.masked_fill(~keep(mask), fill)
     weights = scores.softmax(dim)  # (..., T_q, T_k)
@@ -76,8 +76,9 @@ def attend(
     into d_k heads of h features; ``bare``: a module that returns the output alone, so that ``[0]``
     took batch element 0."""
     if heads_of_width_h:
-        # (B, T_q, d_model)
-        out = multi_head_attention(attn, query, key, value, mask, heads_of_width_h=True)
+        out = multi_head_attention(  # (B, T_q, d_model)
+            attn, query, key, value, mask, heads_of_width_h=True
+        )
     else:
         out = attn(query, key, value, mask)[0]  # (B, T_q, d_model)
     # bare: (T_q, d_model), broadcast over the batch by the residual sum
