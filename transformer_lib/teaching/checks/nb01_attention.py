@@ -84,62 +84,44 @@ def _causal_mask_cases(with_cache: bool) -> list[Case]:
 
 
 # (hint, the knobs of variants.attention that make the bug), for attention and multi-head attention
+# fmt: off
 ATTENTION_BUGS = [
-    (
-        "you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / "
-        "math.sqrt(q.size(-1))`.",
-        {"scale": lambda q, v: 1.0},
-    ),
-    (
-        "you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
-        {"scale": lambda q, v: q.size(-1)},
-    ),
-    (
-        "the scores were divided by sqrt(d_v), the width of the values; the scaling belongs to "
-        "the dot products of queries and keys. Hint: `/ math.sqrt(q.size(-1))`, d_k.",
-        {"scale": lambda q, v: math.sqrt(v.size(-1))},
-    ),
-    (
-        "the mask was applied after the softmax: the masked weights are 0, but each row no longer "
-        "sums to 1. Hint: mask the scores with float('-inf') before the softmax.",
-        {"after_softmax": True},
-    ),
-    (
-        "softmax ran over the queries (dim=-2), so the columns sum to 1, not the rows. Hint: "
-        "`scores.softmax(dim=-1)`, over the keys.",
-        {"dim": -2},
-    ),
-    (
-        "the mask changed nothing. Hint: `masked_fill` returns a new tensor: write `scores = "
-        "scores.masked_fill(~mask, float('-inf'))`, and check that you used the mask at all.",
-        {"keep": torch.ones_like},
-    ),
-    (
-        "the mask has the opposite polarity: you blocked where it is True. In this course True "
-        "means 'may attend' (as in F.scaled_dot_product_attention; nn.MultiheadAttention uses "
-        "True = blocked). Hint: `scores.masked_fill(~mask, float('-inf'))`.",
-        {"keep": lambda m: ~m},
-    ),
-    (
-        "masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with "
-        "float('-inf') so softmax gives exactly 0.",
-        {"fill": 0.0},
-    ),
-    (
-        "every sequence got the first sequence's mask, but each row of a batch is padded "
-        "differently. Hint: keep the mask's batch axis, (B, 1, 1, T_k), and let it broadcast over "
-        "heads and queries.",
-        {"keep": lambda m: m[:1].expand_as(m)},
-    ),
-    (
-        "a query that may see no key got equal weights on every key (1/T_k each) and the mean of "
-        "the values, not zeros: that is what `scores.masked_fill(mask == 0, -1e9)` does (the "
-        "Annotated Transformer's code), since softmax of a row of equal -1e9 scores is uniform. In "
-        "this course such a row gets zero weights and a zero output. Hint: after the softmax, "
-        "`weights = weights.masked_fill(~mask, 0.0)`.",
-        {"fill": -1e9, "nan_rows": True},
-    ),
+    ("you did not divide the scores by sqrt(d_k). Hint: `q @ k.transpose(-2, -1) / "
+     "math.sqrt(q.size(-1))`.",
+     {"scale": lambda q, v: 1.0}),
+    ("you divided the scores by d_k instead of sqrt(d_k). Hint: `/ math.sqrt(q.size(-1))`.",
+     {"scale": lambda q, v: q.size(-1)}),
+    ("the scores were divided by sqrt(d_v), the width of the values; the scaling belongs to "
+     "the dot products of queries and keys. Hint: `/ math.sqrt(q.size(-1))`, d_k.",
+     {"scale": lambda q, v: math.sqrt(v.size(-1))}),
+    ("the mask was applied after the softmax: the masked weights are 0, but each row no longer "
+     "sums to 1. Hint: mask the scores with float('-inf') before the softmax.",
+     {"after_softmax": True}),
+    ("softmax ran over the queries (dim=-2), so the columns sum to 1, not the rows. Hint: "
+     "`scores.softmax(dim=-1)`, over the keys.",
+     {"dim": -2}),
+    ("the mask changed nothing. Hint: `masked_fill` returns a new tensor: write `scores = "
+     "scores.masked_fill(~mask, float('-inf'))`, and check that you used the mask at all.",
+     {"keep": torch.ones_like}),
+    ("the mask has the opposite polarity: you blocked where it is True. In this course True "
+     "means 'may attend' (as in F.scaled_dot_product_attention; nn.MultiheadAttention uses "
+     "True = blocked). Hint: `scores.masked_fill(~mask, float('-inf'))`.",
+     {"keep": lambda m: ~m}),
+    ("masked scores were set to 0, but exp(0) = 1 still gives them weight. Hint: fill with "
+     "float('-inf') so softmax gives exactly 0.",
+     {"fill": 0.0}),
+    ("every sequence got the first sequence's mask, but each row of a batch is padded "
+     "differently. Hint: keep the mask's batch axis, (B, 1, 1, T_k), and let it broadcast over "
+     "heads and queries.",
+     {"keep": lambda m: m[:1].expand_as(m)}),
+    ("a query that may see no key got equal weights on every key (1/T_k each) and the mean of "
+     "the values, not zeros: that is what `scores.masked_fill(mask == 0, -1e9)` does (the "
+     "Annotated Transformer's code), since softmax of a row of equal -1e9 scores is uniform. In "
+     "this course such a row gets zero weights and a zero output. Hint: after the softmax, "
+     "`weights = weights.masked_fill(~mask, 0.0)`.",
+     {"fill": -1e9, "nan_rows": True}),
 ]
+# fmt: on
 
 
 def _causal_mask_pick(result, case: Case) -> dict:

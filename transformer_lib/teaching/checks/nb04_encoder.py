@@ -121,54 +121,42 @@ def _encoder_layer_variant(
     return variants.sublayer(x, ref.feed_forward, norm, pre, "feed-forward" not in skip)
 
 
-LAYER_BUGS = [  # (hint, the knobs of _encoder_layer_variant / variants.decoder_layer)
-    (
-        "post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the "
-        "residual sum, `norm(x + sublayer(x))`; norm_first=True normalises the sublayer's input, "
-        "`x + sublayer(norm(x))`.",
-        {"swap": True},
-    ),
-    (
-        "the residual connection around the attention is missing. Hint: add the sublayer's input "
-        "back, `x + ...`.",
-        {"skip": {"self"}},
-    ),
-    (
-        "the residual connection around the cross-attention is missing. Hint: `x + "
-        "cross_attn(...)`.",
-        {"skip": {"cross"}},
-    ),
-    (
-        "the residual connection around the feed-forward network is missing. Hint: `x + "
-        "feed_forward(...)`.",
-        {"skip": {"feed-forward"}},
-    ),
-    (
-        "your attention returns the output alone (as notebook 02's module may), not `(output, "
-        "weights)`, so `self.self_attn(...)[0]` took batch element 0 of the output, and the "
-        "residual sum broadcast it over the whole batch. Hint: with such a module write "
-        "`self.self_attn(y, y, y, mask)` without `[0]`; `[0]` is for modules that return "
-        "`(output, weights)`, such as tl.MultiHeadAttention.",
-        {"bare": True},
-    ),
-    (
-        "the attention splits into d_k heads of h features each: the two numbers are swapped (with "
-        "d_model=16, h=4 they are equal; the case with h=3, d_k=8 shows it). Hint: num_heads heads "
-        "of d_k = d_model // num_heads features: `x.view(B, T, num_heads, d_model // num_heads)`.",
-        {"heads_of_width_h": True},
-    ),
+# fmt: off
+LAYER_BUGS = [  # (hint, knobs of _encoder_layer_variant here and nb05's _decoder_layer_variant)
+    ("post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the "
+     "residual sum, `norm(x + sublayer(x))`; norm_first=True normalises the sublayer's input, "
+     "`x + sublayer(norm(x))`.",
+     {"swap": True}),
+    ("the residual connection around the attention is missing. Hint: add the sublayer's input "
+     "back, `x + ...`.",
+     {"skip": {"self"}}),
+    ("the residual connection around the cross-attention is missing. Hint: `x + "
+     "cross_attn(...)`.",
+     {"skip": {"cross"}}),
+    ("the residual connection around the feed-forward network is missing. Hint: `x + "
+     "feed_forward(...)`.",
+     {"skip": {"feed-forward"}}),
+    ("your attention returns the output alone (as notebook 02's module may), not `(output, "
+     "weights)`, so `self.self_attn(...)[0]` took batch element 0 of the output, and the "
+     "residual sum broadcast it over the whole batch. Hint: with such a module write "
+     "`self.self_attn(y, y, y, mask)` without `[0]`; `[0]` is for modules that return "
+     "`(output, weights)`, such as tl.MultiHeadAttention.",
+     {"bare": True}),
+    ("the attention splits into d_k heads of h features each: the two numbers are swapped (with "
+     "d_model=16, h=4 they are equal; the case with h=3, d_k=8 shows it). Hint: num_heads heads "
+     "of d_k = d_model // num_heads features: `x.view(B, T, num_heads, d_model // num_heads)`.",
+     {"heads_of_width_h": True}),
 ]
+# fmt: on
+# fmt: off
 _ENCODER_BUGS = [
-    (
-        "the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
-        {"use_mask": False},
-    ),
-    (
-        "the feed-forward sublayer used norm1, the attention's LayerNorm: each sublayer has its "
-        "own, with its own gain and shift. Hint: `norm2` around the feed-forward.",
-        {"one_norm": True},
-    ),
+    ("the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
+     {"use_mask": False}),
+    ("the feed-forward sublayer used norm1, the attention's LayerNorm: each sublayer has its "
+     "own, with its own gain and shift. Hint: `norm2` around the feed-forward.",
+     {"one_norm": True}),
 ]
+# fmt: on
 
 
 def _normalised(x, eps):

@@ -97,47 +97,35 @@ def _decoder_layer_variant(
     )
 
 
+# fmt: off
 _DECODER_BUGS = [
-    (
-        "the two masks were swapped: the self-attention needs tgt_mask (causal, over the target) "
-        "and the cross-attention memory_mask (the source's padding). Hint: `self.self_attn(x, x, "
-        "x, tgt_mask)` and `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"self_mask": "memory", "cross_mask": "tgt"},
-    ),
-    (
-        "the self-attention got memory_mask, the source's padding: over the target it needs "
-        "tgt_mask, which is causal. Hint: `self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "memory"},
-    ),
-    (
-        "the cross-attention's queries came from the memory and its keys and values from x: the "
-        "decoder asks (queries) and the encoder's memory answers (keys, values). Hint: "
-        "`self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"queries_from_memory": True},
-    ),
-    (
-        "the self-attention ignored the target mask, so each position sees the future. Hint: "
-        "`self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "none"},
-    ),
-    (
-        "the self-attention used a causal mask of its own instead of tgt_mask, which is causal "
-        "*and* the target's padding: here only padded queries differ, but with left padding "
-        "(`<pad> <pad> <bos> y`) real tokens would attend to <pad>. Hint: use the tgt_mask you "
-        "are given, `self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "causal"},
-    ),
-    (
-        "the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its "
-        "keys come from the memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"cross_mask": "tgt"},
-    ),
-    (
-        "the cross-attention ignored memory_mask, so queries attend to the source's padding. "
-        "Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"cross_mask": "none"},
-    ),
+    ("the two masks were swapped: the self-attention needs tgt_mask (causal, over the target) "
+     "and the cross-attention memory_mask (the source's padding). Hint: `self.self_attn(x, x, "
+     "x, tgt_mask)` and `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"self_mask": "memory", "cross_mask": "tgt"}),
+    ("the self-attention got memory_mask, the source's padding: over the target it needs "
+     "tgt_mask, which is causal. Hint: `self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "memory"}),
+    ("the cross-attention's queries came from the memory and its keys and values from x: the "
+     "decoder asks (queries) and the encoder's memory answers (keys, values). Hint: "
+     "`self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"queries_from_memory": True}),
+    ("the self-attention ignored the target mask, so each position sees the future. Hint: "
+     "`self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "none"}),
+    ("the self-attention used a causal mask of its own instead of tgt_mask, which is causal "
+     "*and* the target's padding: here only padded queries differ, but with left padding "
+     "(`<pad> <pad> <bos> y`) real tokens would attend to <pad>. Hint: use the tgt_mask you "
+     "are given, `self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "causal"}),
+    ("the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its "
+     "keys come from the memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"cross_mask": "tgt"}),
+    ("the cross-attention ignored memory_mask, so queries attend to the source's padding. "
+     "Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"cross_mask": "none"}),
 ]
+# fmt: on
 
 
 def _memory_normalised(ref, x, memory, tgt_mask=None, memory_mask=None):
