@@ -3,6 +3,7 @@ classic mistake gets its own hint; correct code written another way passes."""
 
 from functools import partial
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -225,3 +226,53 @@ def test_the_new_checks_leave_the_learners_random_state_alone(check):
     torch.manual_seed(123)
     assert getattr(tl.checks, check)(code)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_check_mask_tokens_accepts_a_correct_recipe_that_draws_in_another_order():
+    """Exactly round(rate * n) picks per row, chosen with randperm: correct, and its shares differ
+    from the library's own draw by more than sampling noise around the expectation would allow."""
+
+    def per_row(tokens, mask_id, vocab_size, special_ids, rate, generator):
+        inputs, targets = tokens.clone(), torch.full_like(tokens, -100)
+        allowed = torch.tensor(
+            [i for i in range(vocab_size) if i not in special_ids and i != mask_id]
+        )
+        for b in range(tokens.size(0)):
+            pos = (~torch.isin(tokens[b], torch.tensor(special_ids))).nonzero()[:, 0]
+            chosen = pos[torch.randperm(len(pos), generator=generator)[: round(rate * len(pos))]]
+            targets[b, chosen] = tokens[b, chosen]
+            action = torch.rand(len(chosen), generator=generator)
+            inputs[b, chosen[action < 0.8]] = mask_id
+            swapped = chosen[(action >= 0.8) & (action < 0.9)]
+            inputs[b, swapped] = allowed[
+                torch.randint(len(allowed), (len(swapped),), generator=generator)
+            ]
+        return inputs, targets
+
+    assert tl.checks.check_mask_tokens(per_row)
+
+
+def test_check_lm_parameter_count_accepts_a_numpy_integer():
+    def count(config):
+        with torch.device("meta"):
+            return np.int64(sum(p.numel() for p in tl.DecoderOnlyLM(config).parameters()))
+
+    assert tl.checks.check_lm_parameter_count(count)
+
+
+def test_targets_of_zero_instead_of_ignore_index_get_their_hint():
+    def zero_targets(tokens, mask_id, vocab_size, special_ids, rate, generator):
+        inputs, targets = tl.lm.mask_tokens(
+            tokens, mask_id, vocab_size, special_ids, rate, generator
+        )
+        return inputs, torch.where(targets == tl.lm.IGNORE_INDEX, 0, targets)
+
+    result = tl.checks.check_mask_tokens(zero_targets)
+    assert not result and "IGNORE_INDEX" in result.message and "target 0" in result.message, (
+        result.message
+    )
+
+
+def test_a_wrong_tuple_from_mask_tokens_names_its_items():
+    result = tl.checks.check_mask_tokens(lambda *args: (1, 2))
+    assert not result and "got (int, int)" in result.message, result.message

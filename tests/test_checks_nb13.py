@@ -192,3 +192,46 @@ def test_hostile_input_gives_a_message_never_an_exception(check, code):
     assert (
         isinstance(result, tl.checks.CheckResult) and not result and result.message.startswith("❌")
     ), result
+
+
+# --- the budget that holds no key/value head (issue 36) -------------------------------------------
+
+
+def test_a_budget_below_one_head_raises_in_the_reference_as_in_the_notebook():
+    config = tl.lm.LMConfig.llama_like(100, d_model=128, num_heads=8, num_layers=4)
+    with pytest.raises(ValueError, match="at least 512 bytes"):
+        nb13._kv_heads_for_budget(config, 500, torch.float32)
+    assert tl.checks.check_kv_heads_for_budget(solution.my_kv_heads_for_budget)
+
+
+def test_a_value_error_subclass_passes_too():
+    class BudgetError(ValueError):
+        pass
+
+    def strict(config, budget_bytes, dtype):
+        try:
+            return solution.my_kv_heads_for_budget(config, budget_bytes, dtype)
+        except ValueError as exc:
+            raise BudgetError(str(exc)) from None
+
+    assert tl.checks.check_kv_heads_for_budget(strict)
+
+
+def test_returning_zero_for_a_budget_below_one_head_is_named():
+    def zero(config, budget_bytes, dtype):
+        try:
+            return solution.my_kv_heads_for_budget(config, budget_bytes, dtype)
+        except ValueError:
+            return 0
+
+    result = tl.checks.check_kv_heads_for_budget(zero)
+    assert not result and "asks for a ValueError" in result.message, result.message
+    assert "returned 0" in result.message
+
+
+def test_raising_where_a_head_fits_is_named():
+    def always(config, budget_bytes, dtype):
+        raise ValueError("no budget")
+
+    result = tl.checks.check_kv_heads_for_budget(always)
+    assert not result and "at least one key/value head" in result.message, result.message

@@ -3,9 +3,10 @@
 A check runs the learner's code on inputs that expose the classic bugs, compares outputs and
 gradients with the library, and never raises: a stub, an error or a known mistake (with its hint)
 becomes one printed paragraph. One job per module: ``nbNN_<name>`` holds one notebook's entries,
-checks and exercises; :mod:`.registry` collects them; :mod:`.engine` runs an entry;
-:mod:`.inputs`, :mod:`.references` and :mod:`.variants` draw the cases, build the reference modules
-and write the known mistakes. Only the checks and :class:`CheckResult` are public.
+checks and exercises, with their single-use cases, references and mistakes' code; :mod:`.registry`
+collects them; :mod:`.engine` runs an entry; :mod:`.inputs`, :mod:`.references` and
+:mod:`.variants` hold only what several notebooks share. Only the checks and :class:`CheckResult`
+are public.
 """
 
 from .engine import CheckResult

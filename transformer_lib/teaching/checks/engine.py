@@ -396,7 +396,7 @@ def one_number(part: str) -> Callable:
 
 
 def knob_mistakes(version: Callable, bugs: list[tuple[str, dict]]) -> list[Mistake]:
-    """One :class:`Mistake` per ``(hint, knobs)``: ``version`` (a function of :mod:`.variants`) with
+    """One :class:`Mistake` per ``(hint, knobs)``: ``version`` (a mistakes' version function) with
     those knobs set. The lists of bugs that several checks meet (attention's inside multi-head
     attention) are written once."""
     return [Mistake(hint, partial(version, **knobs)) for hint, knobs in bugs]

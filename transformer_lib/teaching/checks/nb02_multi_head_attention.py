@@ -2,8 +2,8 @@
 module.
 
 The module's check builds the learner's class and compares it with the library's
-``MultiHeadAttention`` holding the same weights (:func:`.references.multi_head_attention`);
-attention's own mistakes (notebook 01's ``ATTENTION_BUGS``) are diagnosed inside the heads too.
+``MultiHeadAttention`` holding the same weights (``_attention_reference``); attention's own
+mistakes (notebook 01's ``ATTENTION_BUGS``) are diagnosed inside the heads too.
 """
 
 import math
@@ -11,10 +11,11 @@ from collections.abc import Callable
 from functools import partial
 
 import torch
+from torch import nn
 
-from ... import combine_heads, split_heads
-from ..checks import inputs as draw
-from ..checks import references, variants
+from ... import MultiHeadAttention, causal_mask, combine_heads, split_heads
+from . import inputs as draw
+from . import variants
 from .engine import (
     Case,
     CheckResult,
@@ -27,6 +28,7 @@ from .engine import (
     output_and_weights,
 )
 from .nb01_attention import ATTENTION_BUGS
+from .references import PROJECTIONS, copy_weights
 from .registry import Exercise, Question
 
 __all__ = [
@@ -35,6 +37,133 @@ __all__ = [
     "check_split_fused_qkv",
     "check_multi_head_attention",
 ]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _attention_cases() -> list[Case]:
+    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for ``MyMHA(16,
+    4)``, and a module with h != d_k, ``MyMHA(24, 3)`` (d_k = 8): splitting into d_k heads of h
+    features shows there."""
+    gen, build, wide = draw.generator(), ((16, 4), {}), ((24, 3), {})
+    x, memory = draw.randn(gen, 3, 5, 16, grad=True), draw.randn(gen, 3, 7, 16, grad=True)
+    x24, memory24 = draw.randn(gen, 3, 5, 24, grad=True), draw.randn(gen, 3, 7, 24)
+    return [
+        Case((x, x, x), "self-attention, x (3, 5, 16), no mask", build, {"x": x}),
+        Case((x, x, x, causal_mask(5)), "causal self-attention", build),
+        Case(
+            (x, x, x, draw.padded([3, 5, 1], 5)),
+            "self-attention with a padding mask that differs per sequence",
+            build,
+        ),
+        Case(
+            (x, memory, memory, draw.padded([4, 7, 2], 7)),
+            "cross-attention to memory (3, 7, 16) with a per-sequence padding mask",
+            build,
+            {"x": x, "memory": memory},
+        ),
+        Case(
+            (x24, x24, x24, causal_mask(5)),
+            "MyMHA(24, 3): h=3 heads of d_k=8, causal self-attention",
+            wide,
+            {"x": x24},
+        ),
+        Case(
+            (x24, memory24, memory24, draw.padded([4, 7, 2], 7)),
+            "MyMHA(24, 3): cross-attention to memory (3, 7, 24) with a per-sequence padding mask",
+            wide,
+        ),
+    ]
+
+
+def _numbered_cases(shapes_and_args) -> list[Case]:
+    """Inputs numbered 0, 1, 2, ... (a feature in the wrong place shows), the first with
+    gradients."""
+    cases = []
+    for i, (shape, rest) in enumerate(shapes_and_args):
+        x = torch.arange(math.prod(shape), dtype=torch.float32).view(shape).requires_grad_(i == 0)
+        cases.append(
+            Case(
+                (x, *rest),
+                f"for x {shape}" + "".join(f", num_heads={r}" for r in rest),
+                inputs={"x": x} if i == 0 else {},
+            )
+        )
+    return cases
+
+
+def _head_split_cases() -> list[Case]:
+    """``split_heads``'s inputs: heads of width 4 (h = 2 and 3), then of widths 6 and 2 (h = 2 and
+    5), so that a head width written as a number, not read from the input, shows."""
+    return _numbered_cases(
+        [((2, 3, 8), (2,)), ((1, 5, 12), (3,)), ((2, 4, 12), (2,)), ((1, 3, 10), (5,))]
+    )
+
+
+class _WithWeights(MultiHeadAttention):
+    """The library's module, asked for its weights on every call: a learner's module that returns
+    ``(output, weights)`` has its weights compared too."""
+
+    def forward(self, query, key, value, mask=None):
+        return super().forward(query, key, value, mask, need_weights=True)
+
+
+def _attention_reference(student: nn.Module, d_model: int, num_heads: int) -> MultiHeadAttention:
+    """The library's module with the student's weights, after checking the parameter count (biases
+    optional)."""
+    linears = {n: getattr(student, n, None) for n in PROJECTIONS}
+    per_head = [n for n, layer in linears.items() if isinstance(layer, nn.ModuleList)]
+    if per_head:
+        raise Failure(
+            f"`{per_head[0]}` is a list of per-head layers (notebook 02's design A); this check "
+            "needs design B, one `nn.Linear(d_model, d_model)` per projection, split into heads "
+            "after the product (section 3 copies design A's weights into it with `torch.cat`)."
+        )
+    biased = {
+        n for n, layer in linears.items() if isinstance(layer, nn.Linear) and layer.bias is not None
+    }
+    found = sum(p.numel() for p in student.parameters())
+    # w_q, w_k, w_v, w_o; with biases
+    counts = {False: 4 * d_model * d_model, True: 4 * d_model * (d_model + 1)}
+    if found not in counts.values():
+        unregistered = [n for n, layer in linears.items() if not isinstance(layer, nn.Linear)]
+        expected = counts[bool(biased)]
+        if 0 < len(biased) < 4 and not unregistered:
+            raise Failure(
+                f"only {sorted(biased)} have a bias: give all four projections a bias, or none "
+                "(the paper's equations have none: `nn.Linear(d_model, d_model, bias=False)`)."
+            )
+        for name, layer in linears.items():
+            if isinstance(layer, nn.Linear) and (layer.in_features, layer.out_features) != (
+                d_model,
+                d_model,
+            ):
+                raise Failure(
+                    f"{name} maps {layer.in_features} -> {layer.out_features} features; "
+                    f"with d_model={d_model} every projection is nn.Linear(d_model, "
+                    "d_model) (h heads of d_k each)."
+                )
+        if found < counts[False] or unregistered:
+            raise Failure(
+                f"the module registers {found} parameters, the library {expected}, and "
+                f"{unregistered} are not nn.Linear attributes: layers kept in local variables, "
+                "plain lists or tuples are invisible to `.parameters()`, so the optimizer never "
+                "trains them. Hint: assign each layer to `self.` (or use nn.ModuleList)."
+            )
+        known = {
+            id(p)
+            for layer in linears.values()
+            if isinstance(layer, nn.Linear)
+            for p in layer.parameters()
+        }
+        extra = [n for n, p in student.named_parameters() if id(p) not in known]
+        raise Failure(
+            f"the module registers {found} parameters, the library {expected}; the extra ones are "
+            f"{extra}. Hint: multi-head attention needs only w_q, w_k, w_v, w_o."
+        )
+    reference = _WithWeights(d_model, num_heads, bias=bool(biased))
+    return copy_weights(reference, student, {n: n for n in PROJECTIONS})
 
 
 def _output_and_weights(result, case=None) -> dict:
@@ -56,7 +185,7 @@ SPLIT_HEADS = Entry(
     "check_split_heads",
     "your split_heads",
     split_heads,
-    draw.head_splits,
+    _head_split_cases,
     [
         Mistake(
             "the heads axis must come before T: you returned (B, T, h, d). Hint: `.transpose(1, "
@@ -78,7 +207,7 @@ COMBINE_HEADS = Entry(
     "check_combine_heads",
     "your combine_heads",
     combine_heads,
-    partial(draw.numbered, [((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
+    partial(_numbered_cases, [((2, 2, 3, 4), ()), ((1, 3, 5, 2), ())]),
     [
         Mistake(
             "the shape is right, but reshaping (B, h, T, d) straight to (B, T, h*d) glues "
@@ -181,8 +310,8 @@ SPLIT_FUSED_QKV = Entry(
 MULTI_HEAD_ATTENTION = Entry(
     "check_multi_head_attention",
     "your module",
-    references.multi_head_attention,
-    draw.multi_head_attention,
+    _attention_reference,
+    _attention_cases,
     [
         Mistake(
             "scores were divided by sqrt(d_model); each head works in d_k = d_model / h "

@@ -13,13 +13,51 @@ from functools import partial
 import torch
 from torch import nn
 
-from ... import sinusoidal_encoding
-from ..checks import inputs as draw
-from ..checks import references
-from .engine import Case, CheckResult, Entry, Mistake, is_instance, judge
+from ... import PositionalEncoding, sinusoidal_encoding
+from . import inputs as draw
+from .engine import Case, CheckResult, Entry, Failure, Mistake, is_instance, judge
 from .registry import Exercise, Question
 
 __all__ = ["check_positional_encoding", "check_sinusoidal_halves"]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _table_cases() -> list[Case]:
+    return [
+        Case((16, 50), "for d_model=16, max_len=50"),
+        Case((6, 10), "for d_model=6, max_len=10"),
+    ]
+
+
+def _encoding_reference(student: nn.Module, d_model: int, max_len: int) -> PositionalEncoding:
+    """Check that the table is a registered buffer, then return the library's module."""
+    size = d_model * max_len
+    if not any(t.numel() == size for t in student.buffers()):
+        params = [n for n, p in student.named_parameters() if p.numel() == size]
+        plain = [
+            n for n, v in vars(student).items() if isinstance(v, torch.Tensor) and v.numel() == size
+        ]
+        if params:
+            raise Failure(
+                f"the table is an nn.Parameter (`{params[0]}`): trainable, it would be "
+                "learned, not fixed; frozen (requires_grad=False), it still shows up in "
+                "`.parameters()` and in parameter counts, and is handed to the optimizer. Hint: "
+                "`self.register_buffer('pe', table)`: it moves with `.to(device)`, is saved "
+                "in the state_dict, and is no parameter."
+            )
+        if plain:
+            raise Failure(
+                f"the table is a plain attribute `self.{plain[0]}`: `.to(device)` leaves "
+                "it behind, so on a GPU it stays on the CPU. Hint: "
+                "`self.register_buffer('pe', table)`."
+            )
+        raise Failure(
+            f"no buffer of max_len x d_model = {size} numbers: store the table with "
+            "`self.register_buffer('pe', table)`."
+        )
+    return PositionalEncoding(d_model, max_len=max_len, dropout=0.0)
 
 
 def _table(d_model: int, max_len: int, *, layout="interleaved", exponent="2i", sin_first=True):
@@ -55,7 +93,7 @@ POSITIONAL_TABLE = Entry(
     "check_positional_encoding",
     "your encoding",
     lambda d_model, max_len: sinusoidal_encoding(d_model=d_model, max_len=max_len),
-    draw.positional_tables,
+    _table_cases,
     [
         Mistake(
             "you swapped the arguments: the order is (d_model, max_len), like "
@@ -90,7 +128,7 @@ POSITIONAL_TABLE = Entry(
 POSITIONAL_MODULE = Entry(
     "check_positional_encoding",
     "your module",
-    references.positional_encoding,
+    _encoding_reference,
     partial(draw.floats, [(3, 6, 16), (2, 9, 16)], ((16, 50), {})),
     [
         Mistake(

@@ -12,10 +12,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import Encoder, EncoderLayer, PositionwiseFeedForward
-from ..checks import inputs as draw
-from ..checks import references, variants
+from ... import Encoder, EncoderLayer, LayerNorm, PositionwiseFeedForward
+from . import inputs as draw
+from . import references, variants
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, knob_mistakes
+from .references import copy_weights
 from .registry import Exercise, Question
 
 __all__ = [
@@ -27,54 +28,135 @@ __all__ = [
 ]
 
 
-LAYER_BUGS = [  # (hint, the knobs of variants.encoder_layer / variants.decoder_layer)
-    (
-        "post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the "
-        "residual sum, `norm(x + sublayer(x))`; norm_first=True normalises the sublayer's input, "
-        "`x + sublayer(norm(x))`.",
-        {"swap": True},
-    ),
-    (
-        "the residual connection around the attention is missing. Hint: add the sublayer's input "
-        "back, `x + ...`.",
-        {"skip": {"self"}},
-    ),
-    (
-        "the residual connection around the cross-attention is missing. Hint: `x + "
-        "cross_attn(...)`.",
-        {"skip": {"cross"}},
-    ),
-    (
-        "the residual connection around the feed-forward network is missing. Hint: `x + "
-        "feed_forward(...)`.",
-        {"skip": {"feed-forward"}},
-    ),
-    (
-        "your attention returns the output alone (as notebook 02's module may), not `(output, "
-        "weights)`, so `self.self_attn(...)[0]` took batch element 0 of the output, and the "
-        "residual sum broadcast it over the whole batch. Hint: with such a module write "
-        "`self.self_attn(y, y, y, mask)` without `[0]`; `[0]` is for modules that return "
-        "`(output, weights)`, such as tl.MultiHeadAttention.",
-        {"bare": True},
-    ),
-    (
-        "the attention splits into d_k heads of h features each: the two numbers are swapped (with "
-        "d_model=16, h=4 they are equal; the case with h=3, d_k=8 shows it). Hint: num_heads heads "
-        "of d_k = d_model // num_heads features: `x.view(B, T, num_heads, d_model // num_heads)`.",
-        {"heads_of_width_h": True},
-    ),
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _layer_norm_cases() -> list[Case]:
+    """``MyLayerNorm(8)`` on random tokens (the first with gradients), then on a constant token
+    (variance 0) and near-constant ones (variance 1e-6 and 1e-4), where eps decides the output."""
+    cases = draw.floats([(3, 4, 8), (5, 8)], ((8,), {}))
+    gen = draw.generator()
+    # (3, d_model): token 0 constant; tokens 1 and 2 almost, near 0 so that float32 rounding stays
+    # far below the tolerance in every correct way of writing the variance (E[x^2] - E[x]^2 too)
+    flat = torch.tensor([2.0, 0.0, 0.0])[:, None].repeat(1, 8)
+    flat[1] += 1e-3 * torch.randn(8, generator=gen)
+    flat[2] += 1e-2 * torch.randn(8, generator=gen)
+    return [
+        *cases,
+        Case(
+            (flat,),
+            "for a constant token and two near-constant ones (variance 0, ~1e-6, ~1e-4), "
+            "where eps matters",
+            ((8,), {}),
+        ),
+    ]
+
+
+def _layer_norm_reference(student: nn.Module, d_model: int) -> LayerNorm:
+    """``tl.LayerNorm(d_model)`` (eps 1e-5) with the student's gain ``weight`` and shift ``bias``,
+    both set first to values other than 1 and 0, so that a gain or shift forgotten, applied twice or
+    in the wrong order shows. They carry nn.LayerNorm's names, which the encoder and decoder layers'
+    checks read too: other names fail here, so that the learner hears it at once."""
+    found = sum(p.numel() for p in student.parameters())
+    if found != 2 * d_model:
+        raise Failure(
+            f"LayerNorm({d_model}) should learn {2 * d_model} numbers (a gain and a shift per "
+            f"feature); it registers {found}. Hint: `nn.Parameter(torch.ones(d_model))` and "
+            "`torch.zeros`."
+        )
+    named = dict(student.named_parameters())
+    if not {"weight", "bias"} <= set(named) or any(
+        named[n].shape != (d_model,) for n in ("weight", "bias")
+    ):
+        shapes = ", ".join(f"`{name}` {tuple(p.shape)}" for name, p in named.items())
+        raise Failure(
+            "this check reads the gain and the shift by nn.LayerNorm's names, `weight` and "
+            f"`bias`, each of shape ({d_model},) (the encoder layer's check reads them too); "
+            f"found {shapes}. Hint: `self.weight = nn.Parameter(torch.ones(d_model))`, "
+            "`self.bias = nn.Parameter(torch.zeros(d_model))`."
+        )
+    if not (torch.all(named["weight"] == 1) and torch.all(named["bias"] == 0)):
+        raise Failure(
+            "a fresh LayerNorm should only normalise: its gain `weight` starts at 1 and "
+            "its shift `bias` at 0, as in nn.LayerNorm. Hint: `torch.ones(d_model)` and "
+            "`torch.zeros(d_model)`."
+        )
+    with torch.no_grad():
+        named["weight"].copy_(torch.linspace(0.5, 2.0, d_model))
+        named["bias"].copy_(torch.linspace(-1.0, 1.0, d_model))
+    return copy_weights(LayerNorm(d_model), student, {"": ""})
+
+
+def _feed_forward_reference(student: nn.Module, d_model: int, d_ff: int) -> PositionwiseFeedForward:
+    return copy_weights(
+        PositionwiseFeedForward(d_model, d_ff),
+        student,
+        {"linear1": "linear1", "linear2": "linear2"},
+    )
+
+
+def _encoder_layer_variant(
+    ref: EncoderLayer,
+    x,
+    mask=None,
+    *,
+    swap=False,
+    skip=(),
+    use_mask=True,
+    one_norm=False,
+    **attention,
+) -> torch.Tensor:
+    """``skip``: the sublayers ("self", "feed-forward") whose residual ``x +`` is forgotten;
+    ``one_norm``: the attention's LayerNorm used in both sublayers; ``attention``: the knobs of
+    :func:`variants.attend`."""
+    pre = ref.residual_attn.norm_first != swap
+    x = variants.sublayer(
+        x,
+        lambda y: variants.attend(ref.self_attn, y, y, y, mask if use_mask else None, **attention),
+        ref.residual_attn.norm,
+        pre,
+        "self" not in skip,
+    )
+    norm = ref.residual_attn.norm if one_norm else ref.residual_ff.norm
+    return variants.sublayer(x, ref.feed_forward, norm, pre, "feed-forward" not in skip)
+
+
+# fmt: off
+LAYER_BUGS = [  # (hint, knobs of _encoder_layer_variant here and nb05's _decoder_layer_variant)
+    ("post-LN and pre-LN are swapped. norm_first=False (the paper) normalises after the "
+     "residual sum, `norm(x + sublayer(x))`; norm_first=True normalises the sublayer's input, "
+     "`x + sublayer(norm(x))`.",
+     {"swap": True}),
+    ("the residual connection around the attention is missing. Hint: add the sublayer's input "
+     "back, `x + ...`.",
+     {"skip": {"self"}}),
+    ("the residual connection around the cross-attention is missing. Hint: `x + "
+     "cross_attn(...)`.",
+     {"skip": {"cross"}}),
+    ("the residual connection around the feed-forward network is missing. Hint: `x + "
+     "feed_forward(...)`.",
+     {"skip": {"feed-forward"}}),
+    ("your attention returns the output alone (as notebook 02's module may), not `(output, "
+     "weights)`, so `self.self_attn(...)[0]` took batch element 0 of the output, and the "
+     "residual sum broadcast it over the whole batch. Hint: with such a module write "
+     "`self.self_attn(y, y, y, mask)` without `[0]`; `[0]` is for modules that return "
+     "`(output, weights)`, such as tl.MultiHeadAttention.",
+     {"bare": True}),
+    ("the attention splits into d_k heads of h features each: the two numbers are swapped (with "
+     "d_model=16, h=4 they are equal; the case with h=3, d_k=8 shows it). Hint: num_heads heads "
+     "of d_k = d_model // num_heads features: `x.view(B, T, num_heads, d_model // num_heads)`.",
+     {"heads_of_width_h": True}),
 ]
+# fmt: on
+# fmt: off
 _ENCODER_BUGS = [
-    (
-        "the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
-        {"use_mask": False},
-    ),
-    (
-        "the feed-forward sublayer used norm1, the attention's LayerNorm: each sublayer has its "
-        "own, with its own gain and shift. Hint: `norm2` around the feed-forward.",
-        {"one_norm": True},
-    ),
+    ("the self-attention ignored its mask. Hint: pass it on: `self.self_attn(x, x, x, mask)`.",
+     {"use_mask": False}),
+    ("the feed-forward sublayer used norm1, the attention's LayerNorm: each sublayer has its "
+     "own, with its own gain and shift. Hint: `norm2` around the feed-forward.",
+     {"one_norm": True}),
 ]
+# fmt: on
 
 
 def _normalised(x, eps):
@@ -88,8 +170,8 @@ def _normalised(x, eps):
 LAYER_NORM = Entry(
     "check_layer_norm",
     "your LayerNorm",
-    references.layer_norm,
-    draw.layer_norms,
+    _layer_norm_reference,
+    _layer_norm_cases,
     [
         Mistake(
             "there is no eps: a constant token has variance 0, so you divided 0 by 0 (NaN), and "
@@ -162,7 +244,7 @@ LAYER_NORM = Entry(
 FEED_FORWARD = Entry(
     "check_feed_forward",
     "your feed-forward",
-    references.feed_forward,
+    _feed_forward_reference,
     partial(draw.floats, [(2, 5, 8), (7, 8)], ((8, 32), {})),
     [
         Mistake(
@@ -180,9 +262,9 @@ FEED_FORWARD = Entry(
 ENCODER_LAYER = Entry(
     "check_encoder_layer",
     "your encoder layer",
-    references.encoder_layer,
+    partial(references.layer, EncoderLayer, ("self_attn",)),
     partial(draw.layers, decoder=False),
-    knob_mistakes(variants.encoder_layer, LAYER_BUGS + _ENCODER_BUGS),
+    knob_mistakes(_encoder_layer_variant, LAYER_BUGS + _ENCODER_BUGS),
     "Hint: self-attention then feed-forward, each `norm(x + sublayer(x))` (or `x + "
     "sublayer(norm(x))` with norm_first=True).",
     "equals tl.EncoderLayer with the same weights, post-LN and pre-LN, h = d_k and h != "
@@ -281,11 +363,9 @@ class _OwnLayer(nn.Module):
         return self.layer(x, mask)  # (B, T, d_model)
 
 
-def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_first=False):
-    """``tl.Encoder`` holding the student's weights, after checking the stack's structure: N
-    distinct layers in ``self.layers`` (an nn.ModuleList), built with the stack's ``norm_first``,
-    and a LayerNorm ``final_norm`` in pre-LN only. A ``tl.EncoderLayer`` lends its weights to the
-    library's layer; any other layer (the student's own) is copied into the stack as it is."""
+def _stacked_layers(student: nn.Module, num_layers: int, norm_first: bool) -> nn.ModuleList:
+    """The stack's ``self.layers``, after checking it: an nn.ModuleList of N distinct layers with
+    weights, built with the stack's ``norm_first``."""
     layers = getattr(student, "layers", None)
     if not isinstance(layers, nn.ModuleList):
         raise Failure(
@@ -330,6 +410,15 @@ def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_firs
             f"with norm_first={not norm_first}. Hint: pass it on, `tl.EncoderLayer(d_model, "
             "num_heads, d_ff, dropout=0.0, norm_first=norm_first)`."
         )
+    return layers
+
+
+def _encoder(student: nn.Module, num_layers, d_model, num_heads, d_ff, norm_first=False):
+    """``tl.Encoder`` holding the student's weights, after checking the stack's structure: N
+    distinct layers in ``self.layers`` (an nn.ModuleList), built with the stack's ``norm_first``,
+    and a LayerNorm ``final_norm`` in pre-LN only. A ``tl.EncoderLayer`` lends its weights to the
+    library's layer; any other layer (the student's own) is copied into the stack as it is."""
+    layers = _stacked_layers(student, num_layers, norm_first)
     final = getattr(student, "final_norm", None)
     has_final = isinstance(final, nn.Module) and any(True for _ in final.parameters())
     if norm_first and not has_final:

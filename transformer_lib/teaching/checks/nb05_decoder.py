@@ -9,9 +9,16 @@ from functools import partial
 
 import torch
 
-from ... import Transformer, TransformerConfig, count_parameters
-from ..checks import inputs as draw
-from ..checks import references, variants
+from ... import (
+    DecoderLayer,
+    MultiHeadAttention,
+    Transformer,
+    TransformerConfig,
+    causal_mask,
+    count_parameters,
+)
+from . import inputs as draw
+from . import references, variants
 from .engine import (
     Case,
     CheckResult,
@@ -28,53 +35,103 @@ from .registry import Exercise, Question
 __all__ = ["check_decoder_layer", "check_cross_attention", "check_transformer_parameter_count"]
 
 
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _cross_attention_cases() -> list[Case]:
+    gen, attn = draw.generator(), draw.fixed(lambda: MultiHeadAttention(16, 4))
+    x6, memory6 = draw.randn(gen, 3, 6, 16), draw.randn(gen, 3, 6, 16)
+    x, memory = draw.randn(gen, 3, 5, 16, grad=True), draw.randn(gen, 3, 7, 16, grad=True)
+    return [
+        Case(
+            (attn, x6, memory6, draw.padded([4, 6, 2], 6)),
+            "x and memory (3, 6, 16), per-sequence memory mask",
+        ),
+        Case(
+            (attn, x, memory, draw.padded([4, 7, 2], 7)),
+            "x (3, 5, 16), memory (3, 7, 16), per-sequence memory mask",
+            inputs={"x": x, "memory": memory},
+        ),
+    ]
+
+
+def _decoder_layer_variant(
+    ref: DecoderLayer,
+    x,
+    memory,
+    tgt_mask=None,
+    memory_mask=None,
+    *,
+    swap=False,
+    skip=(),
+    self_mask="tgt",
+    cross_mask="memory",
+    queries_from_memory=False,
+    **attention,
+) -> torch.Tensor:
+    """``skip``: the sublayers ("self", "cross", "feed-forward") whose residual ``x +`` is
+    forgotten; ``self_mask`` and ``cross_mask``: which mask each attention gets ("tgt", "memory",
+    "none", or "causal": a causal mask of the layer's own, without the target's padding);
+    ``attention``: the knobs of :func:`variants.attend`."""
+    masks = {"tgt": tgt_mask, "memory": memory_mask, "none": None, "causal": causal_mask(x.size(1))}
+    pre = ref.residual_self.norm_first != swap
+    x = variants.sublayer(
+        x,
+        lambda y: variants.attend(ref.self_attn, y, y, y, masks[self_mask], **attention),
+        ref.residual_self.norm,
+        pre,
+        "self" not in skip,
+    )
+    cross = (
+        (lambda y: variants.attend(ref.cross_attn, memory, y, y, masks[cross_mask], **attention))
+        if (queries_from_memory)
+        else (
+            lambda y: variants.attend(
+                ref.cross_attn, y, memory, memory, masks[cross_mask], **attention
+            )
+        )
+    )
+    x = variants.sublayer(x, cross, ref.residual_cross.norm, pre, "cross" not in skip)
+    return variants.sublayer(
+        x, ref.feed_forward, ref.residual_ff.norm, pre, "feed-forward" not in skip
+    )
+
+
+# fmt: off
 _DECODER_BUGS = [
-    (
-        "the two masks were swapped: the self-attention needs tgt_mask (causal, over the target) "
-        "and the cross-attention memory_mask (the source's padding). Hint: `self.self_attn(x, x, "
-        "x, tgt_mask)` and `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"self_mask": "memory", "cross_mask": "tgt"},
-    ),
-    (
-        "the self-attention got memory_mask, the source's padding: over the target it needs "
-        "tgt_mask, which is causal. Hint: `self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "memory"},
-    ),
-    (
-        "the cross-attention's queries came from the memory and its keys and values from x: the "
-        "decoder asks (queries) and the encoder's memory answers (keys, values). Hint: "
-        "`self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"queries_from_memory": True},
-    ),
-    (
-        "the self-attention ignored the target mask, so each position sees the future. Hint: "
-        "`self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "none"},
-    ),
-    (
-        "the self-attention used a causal mask of its own instead of tgt_mask, which is causal "
-        "*and* the target's padding: here only padded queries differ, but with left padding "
-        "(`<pad> <pad> <bos> y`) real tokens would attend to <pad>. Hint: use the tgt_mask you "
-        "are given, `self.self_attn(x, x, x, tgt_mask)`.",
-        {"self_mask": "causal"},
-    ),
-    (
-        "the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its "
-        "keys come from the memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"cross_mask": "tgt"},
-    ),
-    (
-        "the cross-attention ignored memory_mask, so queries attend to the source's padding. "
-        "Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
-        {"cross_mask": "none"},
-    ),
+    ("the two masks were swapped: the self-attention needs tgt_mask (causal, over the target) "
+     "and the cross-attention memory_mask (the source's padding). Hint: `self.self_attn(x, x, "
+     "x, tgt_mask)` and `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"self_mask": "memory", "cross_mask": "tgt"}),
+    ("the self-attention got memory_mask, the source's padding: over the target it needs "
+     "tgt_mask, which is causal. Hint: `self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "memory"}),
+    ("the cross-attention's queries came from the memory and its keys and values from x: the "
+     "decoder asks (queries) and the encoder's memory answers (keys, values). Hint: "
+     "`self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"queries_from_memory": True}),
+    ("the self-attention ignored the target mask, so each position sees the future. Hint: "
+     "`self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "none"}),
+    ("the self-attention used a causal mask of its own instead of tgt_mask, which is causal "
+     "*and* the target's padding: here only padded queries differ, but with left padding "
+     "(`<pad> <pad> <bos> y`) real tokens would attend to <pad>. Hint: use the tgt_mask you "
+     "are given, `self.self_attn(x, x, x, tgt_mask)`.",
+     {"self_mask": "causal"}),
+    ("the cross-attention got the wrong mask: it needs memory_mask, the source's padding (its "
+     "keys come from the memory). Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"cross_mask": "tgt"}),
+    ("the cross-attention ignored memory_mask, so queries attend to the source's padding. "
+     "Hint: `self.cross_attn(x, memory, memory, memory_mask)`.",
+     {"cross_mask": "none"}),
 ]
+# fmt: on
 
 
 def _memory_normalised(ref, x, memory, tgt_mask=None, memory_mask=None):
     """A decoder layer whose cross-attention reads ``norm2(memory)``: in pre-LN the sublayer's
     LayerNorm was applied to the memory as well as to x."""
-    return variants.decoder_layer(
+    return _decoder_layer_variant(
         ref, x, ref.residual_cross.norm(memory), tgt_mask, memory_mask
     )  # (B, T_tgt, d_model)
 
@@ -84,10 +141,10 @@ def _memory_normalised(ref, x, memory, tgt_mask=None, memory_mask=None):
 DECODER_LAYER = Entry(
     "check_decoder_layer",
     "your decoder layer",
-    references.decoder_layer,
+    partial(references.layer, DecoderLayer, ("self_attn", "cross_attn")),
     partial(draw.layers, decoder=True),
     [
-        *knob_mistakes(variants.decoder_layer, LAYER_BUGS + _DECODER_BUGS),
+        *knob_mistakes(_decoder_layer_variant, LAYER_BUGS + _DECODER_BUGS),
         Mistake(
             "the cross-attention's keys and values came from norm2(memory): in pre-LN the "
             "sublayer's LayerNorm normalises only the decoder's stream x, "
@@ -109,7 +166,7 @@ CROSS_ATTENTION = Entry(
     "check_cross_attention",
     "your cross-attention",
     lambda attn, x, memory, mask: attn(x, memory, memory, mask),
-    draw.cross_attention,
+    _cross_attention_cases,
     [
         Mistake(
             "the queries come from the decoder's x, the keys and values from the encoder's "

@@ -4,13 +4,55 @@ schedule."""
 from collections.abc import Callable
 from functools import partial
 
+import torch
+
 from ... import noam_lr, smoothed_targets
-from ..checks import inputs as draw
-from ..checks import variants
-from .engine import CheckResult, Entry, Mistake, judge, one_number
+from .engine import Case, CheckResult, Entry, Mistake, judge, one_number
 from .registry import Exercise, Question
 
 __all__ = ["check_label_smoothing", "check_noam_lr"]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _smoothing_cases() -> list[Case]:
+    return [
+        Case(
+            (torch.tensor([4, 0, 7, 5]), 9, 0.1, 0),
+            "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0",
+        ),
+        Case(
+            (torch.tensor([3, 2, 6, 1]), 8, 0.2, 2),
+            "for target [3, 2, 6, 1], V=8, eps=0.2, pad_id=2",
+        ),
+    ]
+
+
+def _schedule_cases() -> list[Case]:
+    return [
+        Case(
+            (step, d_model, warmup),
+            f"at step {step} (d_model={d_model}, warmup={warmup}, in "
+            f"the {'warm-up, step <= warmup' if step <= warmup else 'decay, step > warmup'})",
+        )
+        for d_model, warmup in ((512, 4000), (64, 100))
+        for step in (1, warmup // 2, warmup, 3 * warmup)
+    ]
+
+
+def _smoothing_variant(
+    target, vocab_size, eps, pad_id, *, others=2, pad_column=True, pad_rows=True
+) -> torch.Tensor:
+    """``eps`` spread over ``V - others`` tokens; ``pad_column``: <pad> gets none; ``pad_rows``:
+    padding rows zero."""
+    dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - others))  # (N, V)
+    if pad_column:
+        dist[:, pad_id] = 0.0
+    dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
+    if pad_rows:
+        dist[target.reshape(-1) == pad_id] = 0.0
+    return dist
 
 
 # --- the entries: each check's reference, the inputs it draws, its known mistakes -----------------
@@ -19,25 +61,25 @@ LABEL_SMOOTHING = Entry(
     "check_label_smoothing",
     "your label smoothing",
     smoothed_targets,
-    draw.smoothing_targets,
+    _smoothing_cases,
     [
         Mistake(
             "a row whose target is padding should be all zero, so it adds nothing to the loss.",
-            partial(variants.label_smoothing, pad_rows=False),
+            partial(_smoothing_variant, pad_rows=False),
         ),
         Mistake(
             "<pad> got probability; it is never a correct answer. Hint: set column pad_id to 0 "
             "and spread eps over V - 2 tokens.",
-            partial(variants.label_smoothing, others=1, pad_column=False),
+            partial(_smoothing_variant, others=1, pad_column=False),
         ),
         Mistake(
             "eps was spread over V - 1 tokens; <pad> gets none, so it goes to V - 2: eps / (V - "
             "2) each.",
-            partial(variants.label_smoothing, others=1),
+            partial(_smoothing_variant, others=1),
         ),
         Mistake(
             "padding was taken to be id 0; use the `pad_id` argument.",
-            lambda target, v, eps, pad_id: variants.label_smoothing(target, v, eps, 0),
+            lambda target, v, eps, pad_id: _smoothing_variant(target, v, eps, 0),
         ),
     ],
     "Hint: 1 - eps on the target, eps / (V - 2) on every other token but <pad>, rows of padding "
@@ -51,7 +93,7 @@ NOAM_LR = Entry(
     "check_noam_lr",
     "your schedule",
     noam_lr,
-    draw.schedule_steps,
+    _schedule_cases,
     [
         Mistake(
             "the warm-up rises too fast: it is step * warmup**-1.5.",

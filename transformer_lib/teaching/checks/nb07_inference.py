@@ -8,7 +8,7 @@ The notebook's second exercise, the causal mask for cached decoding, is graded b
 from collections.abc import Callable
 from functools import partial
 
-from ..checks import inputs as draw
+from . import inputs as draw
 from .engine import CheckResult, Entry, Mistake, judge
 from .registry import Exercise, Question
 

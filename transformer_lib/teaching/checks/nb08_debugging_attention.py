@@ -12,11 +12,47 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..checks import inputs as draw
+from . import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, is_instance, judge
 from .registry import Exercise, Question
 
 __all__ = ["check_causal_decoder", "check_shifted_targets"]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _target_change_cases() -> list[Case]:
+    """Pairs of target batches that agree up to position t and differ after it (source and target
+    ids 1-3)."""
+    gen, cases = draw.generator(), []
+    for t in (0, 2):
+        src, tgt = (
+            torch.randint(1, 4, (2, 6), generator=gen),
+            torch.randint(1, 4, (2, 5), generator=gen),
+        )
+        changed = tgt.clone()
+        changed[:, t + 1 :] = torch.randint(1, 4, changed[:, t + 1 :].shape, generator=gen)
+        cases.append(
+            Case((src, tgt, changed, t), f"changing target tokens after position {t} (ids 1-3)")
+        )
+    return cases
+
+
+def _target_row_cases() -> list[Case]:
+    """Rows ``<bos> y <eos> <pad>...`` of lengths 6, then 4 and 9, so that slices written with the
+    numbers of one length (``t[:, 0:5]``) show."""
+    return [
+        Case(
+            (torch.tensor([[1, 5, 6, 7, 2, 0], [1, 8, 2, 0, 0, 0], [1, 4, 4, 9, 3, 2]]),),
+            "for rows `<bos> y <eos> <pad>...` (bos=1, eos=2, pad=0)",
+        ),
+        Case((torch.tensor([[1, 5, 2, 0], [1, 6, 7, 2]]),), "for rows of length 4"),
+        Case(
+            (torch.tensor([[1, 5, 6, 7, 8, 9, 4, 3, 2], [1, 3, 2, 0, 0, 0, 0, 0, 0]]),),
+            "for rows of length 9",
+        ),
+    ]
 
 
 def _causal_decoder_run(model, case: Case) -> tuple:
@@ -42,8 +78,8 @@ def _causal_decoder_verdict(logits: tuple, case: Case) -> None:
             "them. Hint: a row of scores that is all -inf (every key masked) gives NaN: "
             "check the masks' polarity."
         )
-    # (B, t + 1): the largest change of each position's logits
-    moved = (after - before)[:, : t + 1].abs().amax(-1)
+    # the largest change of each position's logits
+    moved = (after - before)[:, : t + 1].abs().amax(-1)  # (B, t + 1)
     if moved.max() > 1e-4:
         sequence, position = divmod(int(moved.argmax()), t + 1)
         raise Failure(
@@ -77,7 +113,7 @@ CAUSAL_DECODER = Entry(  # no reference: no position's logits may move when only
     "check_causal_decoder",
     "your model",
     None,
-    draw.target_changes,
+    _target_change_cases,
     [],
     "The decoder sees the future, so it trains to a near-zero loss by copying the next token and "
     "then generates garbage. Hint: give the decoder's self-attention the causal mask, "
@@ -92,7 +128,7 @@ SHIFTED_TARGETS = Entry(
     "check_shifted_targets",
     "your shift",
     lambda tgt: (tgt[:, :-1], tgt[:, 1:]),
-    draw.target_rows,
+    _target_row_cases,
     [
         Mistake(
             "the targets are not shifted: the decoder would be asked for the token it already "

@@ -6,12 +6,47 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from ..checks import inputs as draw
-from ..checks import variants
+from . import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge
 from .registry import Exercise, Question
 
 __all__ = ["check_shard_loss"]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _shard_cases() -> list[Case]:
+    """Data-parallel shards of unequal length and padding: ``([(logits, target) per rank], tokens,
+    world_size)``."""
+    gen, cases = draw.generator(), []
+    for world_size in (2, 3):
+        per_rank = []
+        for rank in range(world_size):
+            length = 3 + 2 * rank  # later ranks hold longer sequences: unequal token counts
+            target = torch.randint(1, 7, (2, length), generator=gen)
+            target[0, length - rank - 1 :] = 0  # some padding (pad id 0)
+            per_rank.append((draw.randn(gen, 2, length, 7, grad=True), target))
+        tokens = sum(int((target != 0).sum()) for _, target in per_rank)
+        cases.append(
+            Case(
+                (per_rank, tokens, world_size),
+                f"with {world_size} processes holding unequal shards",
+                inputs={f"rank {r}'s logits": logits for r, (logits, _) in enumerate(per_rank)},
+            )
+        )
+    return cases
+
+
+def _shard_loss_variant(
+    logits, target, tokens, world_size, *, scale=True, ignore=0
+) -> torch.Tensor:
+    """One process's loss: summed over its tokens but ``ignore``, over all ``tokens``, times
+    ``world_size``."""
+    total = F.cross_entropy(
+        logits.flatten(0, 1), target.flatten(), ignore_index=ignore, reduction="sum"
+    )
+    return total * (world_size if scale else 1) / tokens
 
 
 def _shard_run(loss, case: Case):
@@ -34,8 +69,8 @@ def _shard_run(loss, case: Case):
 SHARD_LOSS = Entry(
     "check_shard_loss",
     "your function",
-    variants.shard_loss,
-    draw.shards,
+    _shard_loss_variant,
+    _shard_cases,
     [
         Mistake(
             "you averaged over each process's own tokens. With unequal shards the average of "
@@ -48,11 +83,11 @@ SHARD_LOSS = Entry(
         Mistake(
             "the processes' average is world_size times too small: DDP divides the summed "
             "gradients by `world_size`, so multiply your loss by `world_size` to undo it.",
-            partial(variants.shard_loss, scale=False),
+            partial(_shard_loss_variant, scale=False),
         ),
         Mistake(
             "padding was counted in the loss. Hint: `ignore_index=0`.",
-            partial(variants.shard_loss, ignore=-100),
+            partial(_shard_loss_variant, ignore=-100),
         ),
     ],
     "Hint: cross-entropy summed over this shard's non-pad tokens (`reduction='sum', "

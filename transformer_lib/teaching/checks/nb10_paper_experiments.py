@@ -15,11 +15,19 @@ import torch
 from ...model.transformer import Transformer, count_parameters
 from ...training import experiments as ex
 from ...training.data import StringProgramTask
-from ..checks import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, judge
 from .registry import Exercise, Question
 
 __all__ = ["check_table3_row"]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _own_row_cases(results=None) -> list[Case]:
+    """Notebook 10: ``my_row()`` takes no argument; ``results`` (the committed runs by default) go
+    to the verdict."""
+    return [Case((results,), "your row")]
 
 
 def _own_row_verdict(answer, case: Case) -> str:
@@ -41,26 +49,10 @@ def _own_row_verdict(answer, case: Case) -> str:
 _PREDICTIONS = ("lower", "same", "higher")
 
 
-def judge_own_row(
-    answer,
-    results: Sequence[dict],
-    grid: ex.Grid | str = "cpu",
-    task: StringProgramTask | None = None,
-) -> str:
-    """The judge of notebook 10's exercise: ``answer = (row, prediction)``, a :class:`Row` (or a
-    dict of its changes) that the grid does not have, and the learner's prediction of its dev
-    perplexity next to the base row's: ``"lower"``, ``"same"`` or ``"higher"``, or a number. Trains
-    the row for seed 0 on the grid's budget and returns what happened next to the prediction; raises
-    ValueError (or TypeError) naming what is wrong.
-
-    The row is judged against the base row's **seed 0** in ``results`` (the same batches, and the
-    same initial weights when the shapes match), not against the base's mean over seeds: the seeds
-    pair the runs, and seed 0 may be a good or a bad seed for both. The difference counts as "same"
-    when it is within two of the grid's typical seed-to-seed standard deviations of a row-minus-base
-    difference (the median over the rows of ``results``, from
-    :func:`~transformer_lib.training.experiments.compare_with_base`).
-    """
-    grid = ex.GRIDS[grid] if isinstance(grid, str) else grid
+def _row_and_prediction(answer) -> tuple[ex.Row, str | float]:
+    """The learner's ``(row, prediction)``: a :class:`Row` (a dict of changes becomes one) and
+    ``"lower"``, ``"same"``, ``"higher"`` or a perplexity; a TypeError or ValueError names what is
+    wrong."""
     if not (isinstance(answer, tuple) and len(answer) == 2):
         raise TypeError(
             f"return a pair (row, prediction), got {type(answer).__name__} {answer!r:.80}"
@@ -73,8 +65,8 @@ def judge_own_row(
             f"the row should be a tl.experiments.Row or a dict of changes, got {type(row).__name__}"
         )
     if isinstance(prediction, str) and prediction.strip().lower() in _PREDICTIONS:
-        prediction = prediction.strip().lower()
-    elif isinstance(prediction, bool) or not (
+        return row, prediction.strip().lower()
+    if isinstance(prediction, bool) or not (
         isinstance(prediction, (int, float)) and math.isfinite(prediction) and prediction >= 1.0
     ):
         raise ValueError(
@@ -82,17 +74,21 @@ def judge_own_row(
             "perplexity), or a perplexity (a number >= 1: a model can do no better than 1), got "
             f"{prediction!r}"
         )
-    # The row's own default d_k is d_model // h of its own width and heads ({"num_heads": 1, "d_k":
-    # 16} is new).
+    return row, prediction
+
+
+def _check_new(row: ex.Row, grid: ex.Grid) -> None:
+    """Raise a ValueError when the row changes nothing of the base, or is a row the grid has."""
     d_model, heads = (row.changes.get(key, grid.base[key]) for key in ("d_model", "num_heads"))
+    # the row's own default d_k: d_model // h of its own width and heads
+    # ({"num_heads": 1, "d_k": 16} is new)
     own_d_k = (
         d_model // heads
         if isinstance(d_model, int) and isinstance(heads, int) and heads > 0
         else None
     )
     as_base = {"positional": "sinusoidal", **grid.base, "d_k": own_d_k}
-    # What the row really changes: {"num_heads": 1, "d_ff": <the base's d_ff>} is the grid's row "A
-    # h=1".
+    # what the row really changes: {"num_heads": 1, "d_ff": <the base's d_ff>} is the row "A h=1"
     effective = {key: value for key, value in row.changes.items() if as_base.get(key) != value}
     if not effective:
         raise ValueError(
@@ -103,6 +99,11 @@ def judge_own_row(
             raise ValueError(
                 f"the grid already has this row ({existing.name!r}): predict a row of your own"
             )
+
+
+def _base_and_noise(results: Sequence[dict], grid: ex.Grid) -> tuple[dict, float, float]:
+    """The base row's summary over seeds, its seed 0's dev perplexity, and the typical seed-to-seed
+    standard deviation of a row-minus-base difference (the median over the paired rows)."""
     base = [s for s in ex.summarise(results, grid.name) if s["config"] == "base"]
     base_seed0 = [
         r["dev_ppl"]
@@ -120,30 +121,67 @@ def judge_own_row(
             f"the results hold no row of grid {grid.name!r} with two or more seeds paired with the "
             "base: nothing to measure the noise of a difference with"
         )
-    noise = statistics.median(c["sd"] for c in paired)
-    task = task if task is not None else StringProgramTask()
+    return base[0], base_seed0[0], statistics.median(c["sd"] for c in paired)
+
+
+def _size_against_base(grid: ex.Grid, row: ex.Row, task: StringProgramTask) -> tuple[int, bool]:
+    """The row's parameter count, and whether its parameters have the base's shapes (then one seed
+    draws the same initial weights for both); a ValueError for an invalid row or one over 4x the
+    base's size or depth. Counted without memory: a huge row gets this message, not an allocation
+    error."""
     try:
         config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
         base_config = ex._config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
-    # counted without memory: a huge row gets this message, not an allocation error
     with torch.device("meta"):
         model, base_model = Transformer(config), Transformer(base_config)
         size, base_size = (count_parameters(m)["total"] for m in (model, base_model))
-        # the same parameter shapes in the same order draw the same initial weights from one seed
-        same_weights = [p.shape for p in model.parameters()] == [
-            p.shape for p in base_model.parameters()
-        ]
+        shapes, base_shapes = ([p.shape for p in m.parameters()] for m in (model, base_model))
     if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
         raise ValueError(
             f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base "
             f"{base_size:,} and N={base_config.num_layers}: keep it within 4x of the base so it "
             "trains in about a minute"
         )
-    result = ex.run_one(grid, row, 0, task)
-    mean, std, ppl = base[0]["mean"], base[0]["std"], result["dev_ppl"]
-    difference = ppl - base_seed0[0]
+    return size, shapes == base_shapes
+
+
+def judge_own_row(
+    answer,
+    results: Sequence[dict],
+    grid: ex.Grid | str = "cpu",
+    task: StringProgramTask | None = None,
+) -> str:
+    """The judge of notebook 10's exercise: trains the learner's row for seed 0 on the grid's budget
+    and returns what happened next to the prediction.
+
+    The row is judged against the base row's **seed 0** in ``results`` (the same batches, and the
+    same initial weights when the shapes match), not against the base's mean over seeds: the seeds
+    pair the runs, and seed 0 may be a good or a bad seed for both. The difference counts as "same"
+    when it is within two of the grid's typical seed-to-seed standard deviations of a row-minus-base
+    difference (the median over the rows of ``results``, from
+    :func:`~transformer_lib.training.experiments.compare_with_base`).
+
+    Args:
+        answer: ``(row, prediction)``: a :class:`Row` (or a dict of its changes) that the grid does
+            not have, and the predicted dev perplexity next to the base row's: ``"lower"``,
+            ``"same"`` or ``"higher"``, or a number.
+        results: the runs to compare with (rows of ``experiments.read_results``).
+        grid: the grid, or its name.
+        task: the task to train on (by default ``StringProgramTask()``).
+
+    Raises:
+        TypeError, ValueError: naming what is wrong with the answer or the results.
+    """
+    grid = ex.GRIDS[grid] if isinstance(grid, str) else grid
+    row, prediction = _row_and_prediction(answer)
+    _check_new(row, grid)
+    base, base_ppl, noise = _base_and_noise(results, grid)
+    task = task if task is not None else StringProgramTask()
+    size, same_weights = _size_against_base(grid, row, task)
+    ppl = ex.run_one(grid, row, 0, task)["dev_ppl"]
+    difference = ppl - base_ppl
     outcome = "same" if abs(difference) <= 2 * noise else ("lower" if difference < 0 else "higher")
     if isinstance(prediction, str):
         verdict = "as you predicted" if prediction == outcome else f"you predicted {prediction!r}"
@@ -153,11 +191,11 @@ def judge_own_row(
         f"row {row.name!r} ({size:,} parameters) reached dev perplexity {ppl:.3f} (seed 0, "
         f"{grid.steps} steps); the base's seed 0 (the same batches"
         f"{', and the same initial weights' if same_weights else ''}) reached "
-        f"{base_seed0[0]:.3f}, a difference of {difference:+.3f}. A grid row's difference from the "
+        f"{base_ppl:.3f}, a difference of {difference:+.3f}. A grid row's difference from the "
         f"base typically varies by {noise:.3f} (standard deviation) from seed to seed, so yours is "
-        f"{outcome!r} ({verdict}). For reference, the base's mean over {base[0]['seeds']} seeds "
-        f"is {mean:.3f} ± {std:.3f}. One seed: run seeds 1 and 2 (run_one) and a paired test "
-        "(experiments.paired_t_test) before you trust a small difference."
+        f"{outcome!r} ({verdict}). For reference, the base's mean over {base['seeds']} seeds "
+        f"is {base['mean']:.3f} ± {base['std']:.3f}. One seed: run seeds 1 and 2 (run_one) and a "
+        "paired test (experiments.paired_t_test) before you trust a small difference."
     )
 
 
@@ -167,7 +205,7 @@ TABLE3_ROW = Entry(  # no reference: the row is trained and the outcome set next
     "check_table3_row",
     "your my_table3_row()",
     None,
-    draw.own_row,
+    _own_row_cases,
     run=lambda my_row, case: my_row(),
     verdict=_own_row_verdict,
 )
@@ -184,7 +222,7 @@ def check_table3_row(my_row: Callable, results=None) -> CheckResult:
     It has no reference to compare with: it trains the row for one seed (about 10 s of CPU time) and
     reports the outcome next to the prediction. ``results``: the committed runs (default: the
     repository's ``results/table3.csv``)."""
-    return judge(replace(TABLE3_ROW, cases=partial(draw.own_row, results)), my_row)
+    return judge(replace(TABLE3_ROW, cases=partial(_own_row_cases, results)), my_row)
 
 
 # --- the exercises --------------------------------------------------------------------------------

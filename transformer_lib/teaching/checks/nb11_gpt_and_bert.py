@@ -14,10 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import DecoderOnlyLM, LMConfig, causal_mask, count_parameters, lm
+from ... import DecoderOnlyLM, EncoderLayer, LMConfig, causal_mask, count_parameters, lm
 from ...model.lm import expected_masking_shares, masking_shares
-from ..checks import inputs as draw
-from ..checks import variants
+from . import inputs as draw
 from .engine import (
     Case,
     CheckResult,
@@ -39,6 +38,82 @@ __all__ = [
     "check_gpt_block",
     "check_lm_parameter_count",
 ]
+
+
+# --- this notebook's cases and the known mistakes' code -------------------------------------------
+
+
+def _gpt_block_cases() -> list[Case]:
+    gen, layer = draw.generator(), draw.fixed(lambda: EncoderLayer(16, 4, 32, dropout=0.0))
+    x, x3 = draw.randn(gen, 2, 6, 16, grad=True), draw.randn(gen, 3, 4, 16)
+    return [
+        Case((layer, x), "for a tl.EncoderLayer(16, 4, 32) and x (2, 6, 16)", inputs={"x": x}),
+        Case((layer, x3), "for x (3, 4, 16)"),
+    ]
+
+
+def _token_batch_cases() -> list[Case]:
+    # ids 0-4 special, 5 is <mask>
+    tokens = torch.randint(6, 40, (100, 1000), generator=draw.generator())  # (B, T)
+    tokens[:, -100:] = 0  # padding at the end of every row
+    return [
+        Case(
+            (tokens, 5, 40, (0, 1, 2, 3, 4), 0.15),
+            "on 100,000 tokens (V=40, mask_id=5, specials 0-4, rate 0.15)",
+        ),
+        Case((tokens, 5, 40, (0, 1, 2, 3, 4), 0.3), "with rate 0.3"),
+    ]
+
+
+def _lm_config_cases() -> list[Case]:
+    base = LMConfig(vocab_size=101, d_model=128, num_heads=4, d_ff=512, num_layers=3, max_len=256)
+    configs = [
+        base,
+        base.replace(positional="sinusoidal"),
+        base.replace(norm_first=False, d_ff=300, num_layers=2),
+        LMConfig.gpt2_small(),
+    ]
+    return [
+        Case(
+            (c,),
+            f"for LMConfig(vocab_size={c.vocab_size}, d_model={c.d_model}, "
+            f"d_ff={c.d_ff}, num_layers={c.num_layers}, max_len={c.max_len}, "
+            f"positional={c.positional!r}, norm_first={c.norm_first})",
+        )
+        for c in configs
+    ]
+
+
+def _mask_tokens_variant(
+    tokens, mask_id, vocab_size, specials, rate, generator, *, mistake: str = ""
+):
+    """The library's recipe, then the ``mistake``: "no specials", "all masked", "ignored as 0",
+    "targets everywhere"."""
+    inputs, targets = lm.mask_tokens(
+        tokens, mask_id, vocab_size, () if mistake == "no specials" else specials, rate, generator
+    )
+    if mistake == "all masked":
+        inputs = torch.where(targets != lm.IGNORE_INDEX, mask_id, tokens)
+    if mistake == "ignored as 0":
+        targets = torch.where(targets != lm.IGNORE_INDEX, targets, 0)
+    return inputs, tokens.clone() if mistake == "targets everywhere" else targets
+
+
+def _parameter_count_variant(
+    config, *, biases=True, tied=True, positions=True, norms=True, final_norm=True
+) -> int:
+    """The parameter count of a decoder-only LM, written out, with a knob per forgotten piece."""
+    d, f = config.d_model, config.d_ff
+    block = (
+        4 * d * d
+        + (4 * d if biases else 0)
+        + 2 * d * f
+        + ((f + d) if biases else 0)
+        + (4 * d if norms else 0)
+    )
+    total = config.vocab_size * d * (1 if tied else 2) + config.num_layers * block
+    total += config.max_len * d if positions and config.positional == "learned" else 0
+    return total + (2 * d if final_norm and config.norm_first else 0)
 
 
 def _hinted(failure: Failure, hints: dict[str, str]) -> Failure:
@@ -296,12 +371,13 @@ def _generate_pick(result, case: Case) -> dict:
     chances, max_len = {}, model.config.max_len
     for step in range(new):
         t = prompt.size(1) + step
-        # (B,): the window the right loop feeds the model for position t, as its table row
-        context = _window_context(result[:, max(0, t - max_len)], result[:, t - 1], vocab)
+        # the window the right loop feeds the model for position t, as its table row
+        first, last = result[:, max(0, t - max_len)], result[:, t - 1]  # (B,) each
+        context = _window_context(first, last, vocab)  # (B,)
         index = context * vocab + result[:, t]  # (B,): the pair (context, new) as one number
         pairs = torch.bincount(index, minlength=vocab**3).double().view(vocab * vocab, vocab)
-        # (V * V, V): each context's new tokens over how often it occurred
-        chances[_chance_part(step)] = pairs / pairs.sum(1, keepdim=True).clamp(min=1)
+        # each context's new tokens over how often it occurred
+        chances[_chance_part(step)] = pairs / pairs.sum(1, keepdim=True).clamp(min=1)  # (V * V, V)
     return chances
 
 
@@ -699,7 +775,7 @@ GPT_BLOCK = Entry(
     "check_gpt_block",
     "your GPT block",
     lambda layer, x: layer(x, causal_mask(x.size(1))),
-    draw.gpt_block,
+    _gpt_block_cases,
     [
         Mistake(
             "no position may read a later one: pass the causal mask, `layer(x, "
@@ -726,27 +802,27 @@ MASK_TOKENS = Entry(
     "check_mask_tokens",
     "your masking",
     _mask_tokens_expected,
-    draw.token_batches,
+    _token_batch_cases,
     [
         Mistake(
             "every picked position became mask_id; BERT's recipe keeps 10% unchanged and gives "
             "10% a random token, because <mask> never appears when the model is used.",
-            partial(variants.mask_tokens, mistake="all masked"),
+            partial(_mask_tokens_variant, mistake="all masked"),
         ),
         Mistake(
             "the targets keep every token, so the loss would score positions the model can see "
             "(and copy). Hint: `lm.IGNORE_INDEX` at positions that were not picked.",
-            partial(variants.mask_tokens, mistake="targets everywhere"),
+            partial(_mask_tokens_variant, mistake="targets everywhere"),
         ),
         Mistake(
             "the positions not picked have target 0, which is a token id: the loss would score "
             "them. Hint: `lm.IGNORE_INDEX` (-100), which cross-entropy skips.",
-            partial(variants.mask_tokens, mistake="ignored as 0"),
+            partial(_mask_tokens_variant, mistake="ignored as 0"),
         ),
         Mistake(
             "special_ids were ignored: special tokens (padding) were picked. Only positions "
             "whose token is not special may be picked.",
-            partial(variants.mask_tokens, mistake="no specials"),
+            partial(_mask_tokens_variant, mistake="no specials"),
         ),
     ],
     "Hint: pick with `torch.rand(shape, generator=generator) < rate` where the token is not "
@@ -764,29 +840,29 @@ LM_PARAMETER_COUNT = Entry(
     "check_lm_parameter_count",
     "your count",
     _lm_parameter_count,
-    draw.lm_configs,
+    _lm_config_cases,
     [
         Mistake(
             "the output projection was counted as a matrix of its own; it is the token embedding "
             "(tied).",
-            partial(variants.lm_parameter_count, tied=False),
+            partial(_parameter_count_variant, tied=False),
         ),
         Mistake(
             "the biases are missing: each of the 4 attention projections has d_model, the "
             "feed-forward d_ff + d_model.",
-            partial(variants.lm_parameter_count, biases=False),
+            partial(_parameter_count_variant, biases=False),
         ),
         Mistake(
             "learned positions add max_len x d_model parameters (sinusoids add none).",
-            partial(variants.lm_parameter_count, positions=False),
+            partial(_parameter_count_variant, positions=False),
         ),
         Mistake(
             "each block has two LayerNorms of 2 x d_model (gain and shift).",
-            partial(variants.lm_parameter_count, norms=False),
+            partial(_parameter_count_variant, norms=False),
         ),
         Mistake(
             "a pre-LN stack (norm_first=True) ends with a final LayerNorm: 2 x d_model more.",
-            partial(variants.lm_parameter_count, final_norm=False),
+            partial(_parameter_count_variant, final_norm=False),
         ),
     ],
     "Hint: embedding V x d_model, positions (learned) max_len x d_model, per block 4 (d_model^2 + "

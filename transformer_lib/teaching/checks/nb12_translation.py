@@ -252,76 +252,59 @@ _TIE_RULE = (
 )
 
 
-def _verdict(result, case: Case) -> str:
-    words = case.args[0]
-    if result is None:
+def _judge_pair(pair, want_pair, words: dict, counts, case: Case) -> None:
+    """Raise a Failure naming why the learner's pair is not the rule's ``want_pair``."""
+    shown = f"{case.about}: you picked {pair}, the rule picks {want_pair}"
+    if pair not in counts:
         raise Failure(
-            f"{case.about}: your function returned None (a missing `return`?); return (pair, "
-            "merged)."
+            f"{shown}. {pair} never occurs inside one word: count pairs inside each word only "
+            "(a word's last symbol and the next word's first are not neighbours)."
         )
-    items = stored_items(result, 2)
-    if items is None or len(items) != 2:
-        many = "" if items is None else f" of {len(items)}{' or more' * (len(items) > 2)} items"
+    if pair == _best(_pairs_across_words(words)):
         raise Failure(
-            f"{case.about}: return two things, (pair, merged), got {_type_name(result)}{many}."
+            f"{shown}: count pairs inside each word only, not across the end of one word and "
+            "the start of the next."
         )
-    pair, merged = _as_pair(items[0]), _as_words(items[1], words)
-    counts = _pair_counts(words)
-    winners = _winners(counts)
-    want_pair = pair if pair in winners else winners[0]
-    want_words = {_merge(symbols, want_pair): count for symbols, count in words.items()}
-    if pair != want_pair:
-        shown = f"{case.about}: you picked {pair}, the rule picks {want_pair}"
-        if pair not in counts:
-            raise Failure(
-                f"{shown}. {pair} never occurs inside one word: count pairs inside each word only "
-                "(a word's last symbol and the next word's first are not neighbours)."
-            )
-        if pair == _best(_pairs_across_words(words)):
-            raise Failure(
-                f"{shown}: count pairs inside each word only, not across the end of one word and "
-                "the start of the next."
-            )
-        if pair == _best(_pairs_unweighted(words)):
-            raise Failure(
-                f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
-                "add each word's count, not 1 per word."
-            )
-        if pair == _best(_pairs_once_per_word(words)):
-            raise Failure(
-                f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
-                "a pair that occurs k times in one word counts k times (times the word's count); "
-                "counting a word's distinct pairs, `set(zip(...))`, counts it once."
-            )
-        if counts[pair] == counts[want_pair]:
-            raise Failure(f"{shown}: both occur {counts[pair]} times, and {_TIE_RULE}.")
+    if pair == _best(_pairs_unweighted(words)):
         raise Failure(
             f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
-            "count every adjacent pair in every word, weighted by the word's count."
+            "add each word's count, not 1 per word."
         )
-    if merged == want_words:
-        return ""
-    for version, hint in (
-        (
-            _merge_overlapping,
-            "after merging symbols i and i + 1, carry on at i + 2: occurrences that overlap "
-            "(a a a) merge once, from the left",
-        ),
-        (
-            _merge_as_text,
-            "replacing the text 'x y' in the joined word also matches inside longer symbols ('b c' "
-            "inside 'ab c'): compare whole symbols, symbols[i] == left and symbols[i + 1] == right",
-        ),
-        (
-            _merge_first_only,
-            "merge every occurrence of the pair in a word, not only the first: ('a', 'b', 'a', "
-            "'b') with ('a', 'b') becomes ('ab', 'ab')",
-        ),
-        (
-            _merge_right_to_left,
-            "you merged from the right; scan left to right, so ('a', 'a', 'a') becomes ('aa', 'a')",
-        ),
-    ):
+    if pair == _best(_pairs_once_per_word(words)):
+        raise Failure(
+            f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
+            "a pair that occurs k times in one word counts k times (times the word's count); "
+            "counting a word's distinct pairs, `set(zip(...))`, counts it once."
+        )
+    if counts[pair] == counts[want_pair]:
+        raise Failure(f"{shown}: both occur {counts[pair]} times, and {_TIE_RULE}.")
+    raise Failure(
+        f"{shown} ({want_pair} occurs {counts[want_pair]} times, {pair} {counts[pair]}): "
+        "count every adjacent pair in every word, weighted by the word's count."
+    )
+
+
+# (a wrong way of merging, its hint): one row per mistake
+# fmt: off
+_MERGE_MISTAKES = [
+    (_merge_overlapping,
+     "after merging symbols i and i + 1, carry on at i + 2: occurrences that overlap (a a a) "
+     "merge once, from the left"),
+    (_merge_as_text,
+     "replacing the text 'x y' in the joined word also matches inside longer symbols ('b c' "
+     "inside 'ab c'): compare whole symbols, symbols[i] == left and symbols[i + 1] == right"),
+    (_merge_first_only,
+     "merge every occurrence of the pair in a word, not only the first: ('a', 'b', 'a', 'b') "
+     "with ('a', 'b') becomes ('ab', 'ab')"),
+    (_merge_right_to_left,
+     "you merged from the right; scan left to right, so ('a', 'a', 'a') becomes ('aa', 'a')"),
+]
+# fmt: on
+
+
+def _judge_merged(merged: dict, want_words: dict, pair, words: dict, case: Case) -> None:
+    """Raise a Failure naming why the learner's merged words (for the rule's pair) are wrong."""
+    for version, hint in _MERGE_MISTAKES:
         if merged == {version(symbols, pair): count for symbols, count in words.items()}:
             raise Failure(f"{case.about}: your merged words are not the rule's. Hint: {hint}.")
     if _spelling(merged) != _spelling(want_words):
@@ -341,6 +324,33 @@ def _verdict(result, case: Case) -> str:
         f"{case.about}: {wrong} should become {_merge(wrong, pair)}; merge every occurrence of "
         f"{pair}, left to right, in every word, and keep each word's count."
     )
+
+
+def _verdict(result, case: Case) -> str:
+    """The merge step's verdict: "" when ``(pair, merged)`` is the rule's, else a Failure naming the
+    mistake in the pair or in the merged words."""
+    words = case.args[0]
+    if result is None:
+        raise Failure(
+            f"{case.about}: your function returned None (a missing `return`?); return (pair, "
+            "merged)."
+        )
+    items = stored_items(result, 2)
+    if items is None or len(items) != 2:
+        many = "" if items is None else f" of {len(items)}{' or more' * (len(items) > 2)} items"
+        raise Failure(
+            f"{case.about}: return two things, (pair, merged), got {_type_name(result)}{many}."
+        )
+    pair, merged = _as_pair(items[0]), _as_words(items[1], words)
+    counts = _pair_counts(words)
+    winners = _winners(counts)
+    want_pair = pair if pair in winners else winners[0]
+    want_words = {_merge(symbols, want_pair): count for symbols, count in words.items()}
+    if pair != want_pair:
+        _judge_pair(pair, want_pair, words, counts, case)
+    if merged != want_words:
+        _judge_merged(merged, want_words, pair, words, case)
+    return ""
 
 
 MERGE_STEP = Entry(

@@ -17,7 +17,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from ... import LMConfig, PositionwiseFeedForward, RMSNorm, causal_mask, kv_cache_bytes_per_token
-from .engine import Case, CheckResult, Entry, Failure, Mistake, _differs, judge, one_number
+from .engine import (
+    Case,
+    CheckResult,
+    Entry,
+    Failure,
+    Mistake,
+    _differs,
+    _text,
+    judge,
+    one_number,
+)
 from .references import copy_weights
 from .registry import Exercise, Question
 
@@ -481,7 +491,8 @@ def _kv_heads_for_budget(
     smallest=False,
 ):
     """The reference (its knobs write the known mistakes): the most key/value heads, a divisor of
-    ``num_heads``, whose cache grows by at most ``budget_bytes`` per token."""
+    ``num_heads``, whose cache grows by at most ``budget_bytes`` per token; a ValueError, as the
+    notebook asks, when not even one head's cache fits."""
     size = bytes_of if bytes_of is not None else torch.empty((), dtype=dtype).element_size()
     d_k = config.d_model // config.num_heads
     per_head = factor * (config.num_layers if layers else 1) * d_k * size
@@ -491,7 +502,12 @@ def _kv_heads_for_budget(
         for k in range(1, config.num_heads + 1)
         if (not divides or config.num_heads % k == 0) and fits(k * per_head)
     ]
-    return (min if smallest else max)(candidates, default=0)
+    if not candidates:
+        raise ValueError(
+            f"expected a budget of at least {per_head} bytes per token (one key/value head), "
+            f"got {budget_bytes}"
+        )
+    return (min if smallest else max)(candidates)
 
 
 def _budget_cases() -> list[Case]:
@@ -526,14 +542,63 @@ def _budget_cases() -> list[Case]:
             (ten, 1100, torch.float32),
             "for h=10, 2 layers, d_model=160, a budget of 1100 bytes, float32",
         ),
+        # one head's cache is 512 bytes: none fits, and the notebook asks for a ValueError
+        Case(
+            (small, 500, torch.float32),
+            "for h=8, 4 layers, d_model=128, a budget of 500 bytes (one head's cache is 512), "
+            "float32",
+        ),
     ]
+
+
+class _Raised:
+    """What the budget check's run returns when the code raised a ValueError (the notebook's answer
+    for a budget below one key/value head's cache)."""
+
+
+def _run_budget(code, case: Case):
+    """``code(*case.args)``, or :class:`_Raised` when it raised a ValueError: the reference and the
+    mistakes raise it directly, student code through the engine's failure (its context)."""
+    try:
+        return code(*case.args)
+    except ValueError:
+        return _Raised
+    except Failure as failure:
+        if isinstance(failure.__context__, ValueError):
+            return _Raised
+        raise
+
+
+def _pick_budget(result, case: Case) -> dict:
+    """The number of heads as one number; a ValueError where the notebook asks for one, and a named
+    failure where a number and an error are swapped."""
+    try:
+        _kv_heads_for_budget(*case.args)
+        fits = True
+    except ValueError:
+        fits = False
+    if result is _Raised and fits:
+        raise Failure(
+            f"{case.about}: your choice raised a ValueError, but at least one key/value head's "
+            "cache fits this budget. Hint: raise only when no divisor of num_heads fits."
+        )
+    if result is _Raised:
+        return {"number of key/value heads": torch.tensor(-1.0, dtype=torch.float64)}
+    if not fits:
+        raise Failure(
+            f"{case.about}: not even one key/value head's cache fits, and your choice returned "
+            f"{_text(result, repr)[:60]}: the notebook asks for a ValueError here (a model "
+            "needs at least one key/value head). Hint: `raise ValueError(...)` when no divisor "
+            "fits."
+        )
+    return one_number("number of key/value heads")(result, case)
 
 
 def _kv_heads_by_division(config, budget_bytes, dtype):
     """Mistake: the heads that fit, ``fit``, turned into ``h // ceil(h / fit)``: a divisor of h
     for h = 8 or 12 and these budgets, not for h = 10 and 4 heads (3)."""
     fit = _kv_heads_for_budget(config, budget_bytes, dtype, divides=False)
-    return config.num_heads // math.ceil(config.num_heads / fit) if fit else 0
+    return config.num_heads // math.ceil(config.num_heads / fit)
 
 
 KV_HEADS_FOR_BUDGET = Entry(
@@ -583,8 +648,10 @@ KV_HEADS_FOR_BUDGET = Entry(
     ],
     "Hint: try each divisor k of num_heads; the cache of k heads is `tl.kv_cache_bytes_per_token("
     "config.replace(n_kv_heads=k), dtype)`; keep the largest within the budget.",
-    "the most key/value heads that divide h and fit the budget.",
-    pick=one_number("number of key/value heads"),
+    "the most key/value heads that divide h and fit the budget, and a ValueError when not even "
+    "one fits.",
+    pick=_pick_budget,
+    run=_run_budget,
     atol=0.0,
     rtol=0.0,
 )
