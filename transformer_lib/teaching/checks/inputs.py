@@ -10,7 +10,10 @@ import math
 
 import torch
 
-from ... import EncoderLayer, LMConfig, MultiHeadAttention, causal_mask
+from ...model.attention import MultiHeadAttention
+from ...model.encoder import EncoderLayer
+from ...model.lm import LMConfig
+from ...model.masks import causal_mask
 from .engine import Case
 
 

@@ -12,7 +12,7 @@ from functools import partial
 
 import torch
 
-from ... import combine_heads, split_heads
+from ...model.attention import combine_heads, split_heads
 from ..checks import inputs as draw
 from ..checks import references, variants
 from .engine import (

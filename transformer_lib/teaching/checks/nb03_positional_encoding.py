@@ -13,7 +13,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from ... import sinusoidal_encoding
+from ...model.layers import sinusoidal_encoding
 from ..checks import inputs as draw
 from ..checks import references
 from .engine import Case, CheckResult, Entry, Mistake, is_instance, judge

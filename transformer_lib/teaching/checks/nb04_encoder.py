@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import Encoder, EncoderLayer, PositionwiseFeedForward
+from ...model.encoder import Encoder, EncoderLayer
+from ...model.layers import PositionwiseFeedForward
 from ..checks import inputs as draw
 from ..checks import references, variants
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, knob_mistakes

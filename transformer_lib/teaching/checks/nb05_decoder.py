@@ -9,7 +9,7 @@ from functools import partial
 
 import torch
 
-from ... import Transformer, TransformerConfig, count_parameters
+from ...model.transformer import Transformer, TransformerConfig, count_parameters
 from ..checks import inputs as draw
 from ..checks import references, variants
 from .engine import (

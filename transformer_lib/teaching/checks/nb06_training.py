@@ -4,7 +4,7 @@ schedule."""
 from collections.abc import Callable
 from functools import partial
 
-from ... import noam_lr, smoothed_targets
+from ...training.train import noam_lr, smoothed_targets
 from ..checks import inputs as draw
 from ..checks import variants
 from .engine import CheckResult, Entry, Mistake, judge, one_number

@@ -12,8 +12,8 @@ from functools import partial
 
 import torch
 
+from ...applications import experiments as ex
 from ...model.transformer import Transformer, count_parameters
-from ...training import experiments as ex
 from ...training.data import StringProgramTask
 from ..checks import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, judge
@@ -58,7 +58,7 @@ def judge_own_row(
     pair the runs, and seed 0 may be a good or a bad seed for both. The difference counts as "same"
     when it is within two of the grid's typical seed-to-seed standard deviations of a row-minus-base
     difference (the median over the rows of ``results``, from
-    :func:`~transformer_lib.training.experiments.compare_with_base`).
+    :func:`~transformer_lib.applications.experiments.compare_with_base`).
     """
     grid = ex.GRIDS[grid] if isinstance(grid, str) else grid
     if not (isinstance(answer, tuple) and len(answer) == 2):

@@ -14,8 +14,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import DecoderOnlyLM, LMConfig, causal_mask, count_parameters, lm
-from ...model.lm import expected_masking_shares, masking_shares
+from ...model.lm import DecoderOnlyLM, LMConfig
+from ...model.masks import causal_mask
+from ...model.transformer import count_parameters
+from ...training import lm_objectives as lm
+from ...training.lm_objectives import expected_masking_shares, masking_shares
 from ..checks import inputs as draw
 from ..checks import variants
 from .engine import (

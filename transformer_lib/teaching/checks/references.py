@@ -11,14 +11,10 @@ from functools import partial
 import torch
 from torch import nn
 
-from ... import (
-    DecoderLayer,
-    EncoderLayer,
-    LayerNorm,
-    MultiHeadAttention,
-    PositionalEncoding,
-    PositionwiseFeedForward,
-)
+from ...model.attention import MultiHeadAttention
+from ...model.decoder import DecoderLayer
+from ...model.encoder import EncoderLayer
+from ...model.layers import LayerNorm, PositionalEncoding, PositionwiseFeedForward
 from .engine import Failure, describe
 
 __all__ = [

@@ -11,15 +11,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ... import (
-    DecoderLayer,
-    EncoderLayer,
-    MultiHeadAttention,
-    causal_mask,
-    combine_heads,
-    lm,
-    split_heads,
-)
+from ...model.attention import MultiHeadAttention, combine_heads, split_heads
+from ...model.decoder import DecoderLayer
+from ...model.encoder import EncoderLayer
+from ...model.masks import causal_mask
+from ...training import lm_objectives as lm
 
 
 def attention(
