@@ -595,9 +595,7 @@ def _beam_search_steps(
     prefixes = torch.full((num_rows, 1), bos_id, dtype=torch.long, device=device)  # (A*W, 1)
     # Only one copy of <bos> is live; the others start at -inf, so the first step does not pick the
     # same continuation W times. A row at -inf is dead: it is never finished or returned.
-    live = torch.full(
-        (num_sources, width), float("-inf"), device=device
-    )  # (A, W) log-probabilities
+    live = torch.full((num_sources, width), -math.inf, device=device)  # (A, W): log-probabilities
     live[:, 0] = 0.0
     for length in range(1, max_len + 1):  # length: tokens after <bos> in each continuation
         log_probs = step(prefixes)  # (A*W, V)
