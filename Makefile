@@ -141,7 +141,7 @@ bench: setup
 
 .PHONY: experiments
 experiments: setup  ## notebook 10's Table 3 grid; resumable: runs already in results/table3.csv are skipped
-	$(PY) -m transformer_lib.training.experiments
+	$(PY) -m transformer_lib.applications.experiments
 	cp results/table3.csv transformer_lib/data_files/table3/table3.csv  # the copy that ships (test_package_data)
 
 # Notebook 12's shipped model: the CPU recipe for 15 training minutes (resumable: a second run continues from

@@ -1,6 +1,6 @@
 """Notebook 10 · The paper's experiments: a Table 3 row of one's own, predicted before it is run."""
 
-from transformer_lib.training.experiments import Row
+from transformer_lib.applications.experiments import Row
 
 
 def my_table3_row():

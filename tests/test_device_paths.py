@@ -21,10 +21,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 import transformer_lib as tl
-from transformer_lib import bench
+from transformer_lib import bench, lm
 from transformer_lib import experiments as ex
 from transformer_lib.applications import decode
-from transformer_lib.model import lm
 from transformer_lib.training import train
 from transformer_lib.training.data import StringProgramTask
 

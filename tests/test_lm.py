@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.model.lm import IGNORE_INDEX, LMConfig, language_model_loss, mask_tokens
+from transformer_lib.lm import IGNORE_INDEX, LMConfig, language_model_loss, mask_tokens
 
 
 def tiny_config(**changes) -> LMConfig:

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from transformer_lib.training import experiments as ex
+from transformer_lib.applications import experiments as ex
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ def test_the_committed_grid_ships_as_a_copy_of_results_table3():
 def test_the_paper_table_is_read_on_first_use_not_at_import():
     code = (
         "import transformer_lib as tl\n"
-        "from transformer_lib.training import experiments as ex\n"
+        "from transformer_lib.applications import experiments as ex\n"
         "tl.checks  # the checks import the experiments module too\n"
         "assert ex.paper_table3.cache_info().currsize == 0, 'read at import'\n"
         "assert ex.PAPER_TABLE3['base']['PPL_dev'] == 4.92\n"

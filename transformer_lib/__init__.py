@@ -8,6 +8,9 @@ its module, e.g. ``tl.masks.check_mask``, ``tl.decoder.DecoderCache``, ``tl.insp
 
 # Four families, one folder each (model, training, applications, teaching); the modules the
 # notebooks name stay reachable from the top, e.g. tl.masks.check_mask, tl.lm.generate, tl.interop.
+# tl.lm gathers the language models (model), their objectives (training) and generate
+# (applications): a facade at the top level, which may import from every family.
+from . import lm
 from .applications import decode, interop
 from .applications.decode import (
     beam_search,
@@ -17,7 +20,7 @@ from .applications.decode import (
     sequence_log_prob,
 )
 from .applications.interop import copy_from_torch, from_huggingface
-from .model import attention, decoder, encoder, layers, lm, masks
+from .model import attention, decoder, encoder, layers, masks
 from .model.attention import (
     KVCache,
     MultiHeadAttention,
@@ -75,7 +78,7 @@ _LAZY_SUBMODULES = {
     "viz": ".teaching.viz",
     "widgets": ".teaching.widgets",
     "checks": ".teaching.checks",
-    "experiments": ".training.experiments",
+    "experiments": ".applications.experiments",
     "bench": ".bench",
 }
 

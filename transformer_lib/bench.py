@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from .applications.decode import beam_search, exact_match
+from .applications.decode import beam_search, exact_match, generate
 from .applications.interop import copy_from_torch
 from .model.attention import MultiHeadAttention, kv_cache_bytes_per_token
-from .model.lm import DecoderOnlyLM, LMConfig, generate
+from .model.lm import DecoderOnlyLM, LMConfig
 from .model.transformer import Transformer, TransformerConfig
 from .training.data import Batch, DateTask, make_batch
 from .training.runtime import device_name, pick_device, seed_everything

@@ -40,6 +40,7 @@ from .._arguments import (
     check_positive_real,
     check_probability,
 )
+from .._package_data import package_data
 from ..model.transformer import Transformer, TransformerConfig
 from ..training.length_batching import LengthBatches
 from ..training.runtime import pick_device
@@ -781,7 +782,7 @@ def load_translator(
 def shipped_model_dir() -> Path:
     """The folder of the trained model that ships with the package (made by
     ``make translation-model``)."""
-    return Path(__file__).parents[1] / "data_files" / "translation_model"
+    return package_data("translation_model")
 
 
 def save_shipped_model(run_folder: str | os.PathLike, out: str | os.PathLike) -> Path:

@@ -9,8 +9,12 @@ Nothing here is a second attention or layer: both models stack
   one token at a time, with the same :class:`~transformer_lib.model.attention.DecoderCache` as the
   translation decoder.
 - **Encoder-only** (BERT, Devlin et al. 2019): the bidirectional encoder, trained to recover tokens
-  hidden by the 80/10/10 masking recipe (:func:`mask_tokens`); the loss counts only the hidden
-  positions.
+  hidden by the 80/10/10 masking recipe; the loss counts only the hidden positions.
+
+The models only: their objectives (:func:`~transformer_lib.training.lm_objectives.mask_tokens`,
+:class:`~transformer_lib.training.lm_objectives.LanguageModelTrainer`) are training's, and
+:func:`~transformer_lib.applications.decode.generate` sits beside the decoding loop it runs
+(``tl.lm`` gathers all three).
 
 Shapes (NOTATION.md): token ids ``(B, T)``, hidden states ``(B, T, d_model)``, logits ``(B, T, V)``.
 """
@@ -22,14 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._arguments import (
-    check_non_negative_ints,
-    check_token_batch,
-    check_token_id,
-    check_token_ids,
-)
-from ..applications.decode import autoregress, greedy
-from ..training.train import IGNORE_INDEX, LM_BATCHES, Trainer, perplexity
+from .._arguments import check_non_negative_ints, check_token_batch, check_token_ids
 from .attention import DecoderCache
 from .encoder import Encoder
 from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
@@ -44,23 +41,7 @@ from .transformer import (
     option,
 )
 
-__all__ = [
-    "LMConfig",
-    "DecoderOnlyLM",
-    "MaskedLM",
-    "mask_tokens",
-    "masking_shares",
-    "expected_masking_shares",
-    "language_model_loss",
-    "generate",
-    "perplexity",
-    "LanguageModelTrainer",
-    "IGNORE_INDEX",
-]
-
-# IGNORE_INDEX (-100, F.cross_entropy's default ignore_index) marks the targets a loss skips;
-# perplexity is train.perplexity, which scores these models' (inputs, targets) batches as well as
-# the encoder-decoder's.
+__all__ = ["LMConfig", "DecoderOnlyLM", "MaskedLM"]
 
 
 @dataclass(frozen=True)
@@ -247,8 +228,8 @@ class _EncoderStackLM(nn.Module):
         start = cache.length if cache is not None else 0
         x = self.embed(tokens)  # (B, T, d_model)
         if self.token_type_embed is not None:
-            # (B, T): BERT's default 0
-            types = torch.zeros_like(tokens) if token_types is None else token_types
+            # without token_types every token is in segment 0, BERT's default
+            types = torch.zeros_like(tokens) if token_types is None else token_types  # (B, T)
             x = x + self.token_type_embed(types)  # (B, T, d_model)
         table = self.positions
         if positions is not None and isinstance(table, PositionalEncoding):
@@ -280,12 +261,14 @@ class DecoderOnlyLM(_EncoderStackLM):
     ``position_ids``). Without it positions count from the first column (after the cached tokens),
     padded or not, as Hugging Face's do when no ``position_ids`` are given: with right padding the
     real positions get exactly the unpadded logits. A left-padded row needs its own positions,
-    ``attention_mask.cumsum(-1) - 1`` (what :func:`generate` derives from its ``attention_mask``).
+    ``attention_mask.cumsum(-1) - 1`` (what :func:`~transformer_lib.applications.decode.generate`
+    derives from its ``attention_mask``).
     With rotary positions (``positional="rope"``) attention depends only on the differences of
     positions, so a row whose real tokens are the default positions shifted by one amount (left
     padding) gets exactly what it would get at those positions; the model rotates from the default
     positions and accepts only such ``positions`` (a ValueError otherwise). With a cache, the shift
-    must stay the same from call to call (as :func:`generate` keeps it).
+    must stay the same from call to call (as
+    :func:`~transformer_lib.applications.decode.generate` keeps it).
     """
 
     def __init__(self, config: LMConfig):
@@ -305,10 +288,10 @@ class DecoderOnlyLM(_EncoderStackLM):
     ) -> torch.Tensor:
         start = cache.length if cache is not None else 0
         self._check_tokens(tokens, start)
-        # (1, 1, T, start + T)
-        attend = causal_mask(tokens.size(1), start + tokens.size(1), device=tokens.device)
+        end = start + tokens.size(1)
+        attend = causal_mask(tokens.size(1), end, device=tokens.device)  # (1, 1, T, start + T)
         if mask is not None:
-            self._check_padding_mask(mask, tokens, start + tokens.size(1))
+            self._check_padding_mask(mask, tokens, end)
             attend = attend & mask  # (B, 1, T, start + T)
         if positions is not None:
             real = None if mask is None else mask[:, 0, 0, start:]  # (B, T): the tokens' own column
@@ -352,13 +335,14 @@ class DecoderOnlyLM(_EncoderStackLM):
             )
 
     def new_cache(self) -> DecoderCache:
-        """An empty cache for generating one token at a time (:func:`generate`)."""
+        """An empty cache for generating one token at a time
+        (:func:`~transformer_lib.applications.decode.generate`)."""
         return DecoderCache.empty(len(self.blocks.layers), cross_attention=False)
 
 
 class MaskedLM(_EncoderStackLM):
-    """BERT: the bidirectional encoder and a prediction head; ``forward(tokens (B, T)) -> logits (B,
-    T, V)``.
+    """BERT: the bidirectional encoder and a prediction head;
+    ``forward(tokens (B, T)) -> logits (B, T, V)``.
 
     Every position sees every other real token: ``mask`` (bool ``(B, 1, 1, T)``, True = may attend)
     says which are real; without it, every token except ``pad_id`` (every token, when ``pad_id`` is
@@ -384,9 +368,8 @@ class MaskedLM(_EncoderStackLM):
             mask = padding_mask(tokens, self.config.pad_id)  # (B, 1, 1, T)
         if token_types is not None:
             self._check_token_types(token_types, tokens)
-        # (B, T, d_model)
-        hidden = self.head(self.hidden_states(tokens, mask, token_types=token_types))
-        return self.logits(hidden) + self.head.output_bias  # (B, T, V)
+        hidden = self.hidden_states(tokens, mask, token_types=token_types)  # (B, T, d_model)
+        return self.logits(self.head(hidden)) + self.head.output_bias  # (B, T, V)
 
     def _check_token_types(self, token_types: torch.Tensor, tokens: torch.Tensor) -> None:
         size = self.config.type_vocab_size
@@ -420,226 +403,3 @@ class MaskedLMHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.norm(F.gelu(self.dense(hidden)))  # (B, T, d_model)
-
-
-def mask_tokens(
-    tokens: torch.Tensor,
-    mask_id: int,
-    vocab_size: int,
-    special_ids: tuple[int, ...] = (0,),
-    rate: float = 0.15,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masking recipe: pick ``rate`` of the maskable positions; of those, 80% become
-    ``mask_id``, 10% a random token, 10% stay as they are. Returns ``(inputs (B, T), targets (B,
-    T))``: targets hold the original token at picked positions and :data:`IGNORE_INDEX` everywhere
-    else, so the loss counts only picked ones.
-
-    ``special_ids`` (padding, ...) are never picked, and random replacements are never special
-    tokens or the mask itself. Keeping 10% unchanged makes the model produce a useful prediction for
-    every token it sees, not only for ``mask_id`` (which never appears when the model is used).
-    """
-    if not 0.0 < rate <= 1.0:
-        raise ValueError(f"rate must be in (0, 1], got {rate}")
-    maskable = torch.ones_like(tokens, dtype=torch.bool)
-    for i in special_ids:
-        maskable &= tokens != i
-    draw = torch.rand(tokens.shape, generator=generator, device=tokens.device)  # (B, T)
-    picked = maskable & (draw < rate)
-    # (B, T): which of 80/10/10
-    action = torch.rand(tokens.shape, generator=generator, device=tokens.device)
-    to_mask = picked & (action < 0.8)
-    to_random = picked & (action >= 0.8) & (action < 0.9)
-    forbidden = torch.tensor(sorted({*special_ids, mask_id}), device=tokens.device)
-    allowed = torch.ones(vocab_size, dtype=torch.bool, device=tokens.device)
-    allowed[forbidden] = False
-    candidates = allowed.nonzero()[:, 0]  # ids a random replacement may take
-    random_ids = candidates[
-        torch.randint(len(candidates), tokens.shape, generator=generator, device=tokens.device)
-    ]
-    inputs = torch.where(to_mask, torch.full_like(tokens, mask_id), tokens)
-    inputs = torch.where(to_random, random_ids, inputs)
-    targets = torch.where(picked, tokens, torch.full_like(tokens, IGNORE_INDEX))
-    return inputs, targets
-
-
-def masking_shares(
-    tokens: torch.Tensor,
-    inputs: torch.Tensor,
-    targets: torch.Tensor,
-    mask_id: int,
-    special_ids: tuple[int, ...],
-) -> dict[str, float]:
-    """What a masking did to ``tokens (B, T)``, as the shares that define BERT's recipe
-    (:func:`mask_tokens` aims at 15% picked, 80% of them ``mask_id``, 10% another token, none of the
-    rest changed). Shares, not positions: two correct recipes draw different positions, but the same
-    shares. A replacement may draw the original token, so "given another token" sits a little under
-    10%."""
-    # the ids on the tokens' device: on mps or cuda a CPU tensor beside them fails
-    special = torch.tensor(special_ids, dtype=tokens.dtype, device=tokens.device)
-    maskable = ~torch.isin(tokens, special)  # (B, T)
-    picked = targets != IGNORE_INDEX  # (B, T)
-    replaced = picked & (inputs != tokens) & (inputs != mask_id)
-    special_or_mask = torch.isin(
-        inputs, torch.tensor([*special_ids, mask_id], dtype=inputs.dtype, device=inputs.device)
-    )
-
-    def share(part: torch.Tensor, whole: torch.Tensor) -> float:
-        return part.sum().item() / max(whole.sum().item(), 1)
-
-    return {
-        "share of the non-special positions picked": share(picked & maskable, maskable),
-        "share of the special positions picked": share(picked & ~maskable, ~maskable),
-        "share of picked positions set to mask_id": share((inputs == mask_id) & picked, picked),
-        "share of picked positions given another token": share(replaced, picked),
-        "share of positions not picked that were changed": share(
-            (inputs != tokens) & ~picked, ~picked
-        ),
-        "share of random replacements that are special or mask_id": share(
-            replaced & special_or_mask, replaced
-        ),
-        "share of picked targets that are not the original token": share(
-            picked & (targets != tokens), picked
-        ),
-    }
-
-
-def expected_masking_shares(
-    vocab_size: int, mask_id: int, special_ids: tuple[int, ...], rate: float = 0.15
-) -> dict[str, float]:
-    """The shares of :func:`masking_shares` that :func:`mask_tokens` has in expectation: ``rate`` of
-    the maskable positions picked, 80% of those set to ``mask_id``, 10% given a random token (which
-    is the original one in 1 of the ``candidates`` draws), and nothing else changed."""
-    candidates = vocab_size - len({*special_ids, mask_id})  # the ids a random replacement may take
-    return {
-        "share of the non-special positions picked": rate,
-        "share of the special positions picked": 0.0,
-        "share of picked positions set to mask_id": 0.8,
-        "share of picked positions given another token": 0.1 * (1 - 1 / candidates),
-        "share of positions not picked that were changed": 0.0,
-        "share of random replacements that are special or mask_id": 0.0,
-        "share of picked targets that are not the original token": 0.0,
-    }
-
-
-def language_model_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the positions whose target is not :data:`IGNORE_INDEX`.
-
-    ``logits (B, T, V)``, ``targets (B, T)``. For the decoder-only model every target counts (the
-    next character); for the masked model only the picked positions do.
-    """
-    if logits.shape[:-1] != targets.shape:
-        raise ValueError(
-            f"logits {tuple(logits.shape)} and targets {tuple(targets.shape)} must agree on (B, T)"
-        )
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
-
-
-class LanguageModelTrainer(Trainer):
-    """A :class:`~transformer_lib.Trainer` for language models: ``Trainer(..., batches=LM_BATCHES)``
-    with :func:`language_model_loss`. The same steps, schedule, checkpoints and history, on batches
-    ``(inputs (B, T), targets (B, T))`` such as :meth:`PythonSourceCorpus.batch` returns (or
-    :func:`mask_tokens` makes); token accuracy counts the targets that are not :data:`IGNORE_INDEX`.
-    """
-
-    def __init__(
-        self,
-        model: nn.Module,
-        optimizer,
-        scheduler=None,
-        clip_grad_norm: float | None = 1.0,
-        device="cpu",
-    ):
-        loss = language_model_loss
-        super().__init__(model, optimizer, scheduler, loss, clip_grad_norm, device, LM_BATCHES)
-
-
-@torch.no_grad()
-def generate(
-    model: DecoderOnlyLM,
-    prompt: torch.Tensor,
-    max_new_tokens: int,
-    choose=None,
-    use_cache: bool = True,
-    attention_mask: torch.Tensor | None = None,
-    eos_id: int | None = None,
-    pad_id: int | None = None,
-) -> torch.Tensor:
-    """Continue ``prompt (B, T0)`` by ``max_new_tokens`` tokens; returns
-    ``(B, T0 + max_new_tokens)`` (fewer columns when every row has ended, see ``eos_id``).
-
-    ``choose(log_probs (B, V)) -> (B,)`` picks each next token (greedy by default); build a sampling
-    one with :func:`transformer_lib.applications.decode.sampler`. With ``use_cache`` each step feeds
-    only the newest token and the model's :class:`~transformer_lib.model.attention.DecoderCache`
-    supplies the keys and values of the earlier ones; without it each step re-reads the whole
-    sequence. Both give the same tokens. The loop is
-    :func:`transformer_lib.applications.decode.autoregress`, the translation model's too.
-
-    A batch of prompts of different lengths is left-padded, as Hugging Face's ``generate`` expects:
-    ``attention_mask (B, T0)`` (1 or True at real tokens) hides the padding from every step, and
-    each token's position is counted from its row's first real token, ``attention_mask.cumsum(-1)
-    - 1`` (0 at padding), then one more per new token, as Hugging Face derives ``position_ids``.
-    Each row then continues as it would alone. ``eos_id``: a row that emits it is finished; it gets
-    ``pad_id`` from then on (default: the model's ``pad_id``, else ``eos_id`` as Hugging Face does
-    for GPT-2), and generation stops once every row has finished.
-    """
-    if prompt.dim() != 2 or prompt.size(1) < 1:
-        raise ValueError(
-            f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}"
-        )
-    check_non_negative_ints(max_new_tokens=max_new_tokens)
-    if prompt.size(1) + max_new_tokens > model.config.max_len:
-        raise ValueError(
-            f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "
-            f"max_len={model.config.max_len}"
-        )
-    vocab_size = model.config.vocab_size
-    if eos_id is not None:
-        check_token_id("eos_id", eos_id, vocab_size, f"vocab_size={vocab_size}")
-        pad_id = pad_id if pad_id is not None else model.config.pad_id
-        pad_id = pad_id if pad_id is not None else eos_id
-        check_token_id("pad_id", pad_id, vocab_size, f"vocab_size={vocab_size}")
-    model.eval()
-    prompt_mask = None if attention_mask is None else _prompt_mask(attention_mask, prompt)
-    if prompt_mask is not None:
-        # (B, T0): Hugging Face's position_ids, 0 at padding
-        prompt_positions = (prompt_mask.long().cumsum(dim=-1) - 1).masked_fill(~prompt_mask, 0)
-
-    def step(new: torch.Tensor, cache: DecoderCache | None) -> torch.Tensor:
-        if prompt_mask is None:
-            return model(new, cache=cache)[:, -1].log_softmax(dim=-1)  # (B, V): after the last
-        total = (cache.length if cache is not None else 0) + new.size(1)
-        grown = total - prompt.size(1)  # tokens generated so far
-        seen = torch.cat([prompt_mask, prompt_mask.new_ones(prompt.size(0), grown)], dim=1)
-        after = torch.arange(1, grown + 1, device=prompt.device)  # (grown,)
-        positions = torch.cat(  # (B, total)
-            [prompt_positions, prompt_positions[:, -1:] + after], dim=1
-        )
-        logits = model(
-            new, cache=cache, mask=seen[:, None, None, :], positions=positions[:, -new.size(1) :]
-        )  # (B, t_new, V)
-        return logits[:, -1].log_softmax(dim=-1)  # (B, V)
-
-    cache = model.new_cache() if use_cache else None
-    choose = choose if choose is not None else greedy
-    # (B, T0 + <= max_new_tokens)
-    return autoregress(step, prompt, max_new_tokens, choose, cache, eos_id, pad_id)
-
-
-def _prompt_mask(attention_mask: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
-    """Hugging Face's ``attention_mask (B, T0)`` (0/1 integers or bool) -> bool ``(B, T0)``, after
-    checking that it fits ``prompt``."""
-    if not isinstance(attention_mask, torch.Tensor):
-        raise TypeError(
-            f"attention_mask must be a (B, T0) tensor of 0/1 or bool, got "
-            f"{type(attention_mask).__name__}"
-        )
-    if attention_mask.shape != prompt.shape:
-        raise ValueError(
-            f"attention_mask must be (B, T0) = {tuple(prompt.shape)} like the prompt, got "
-            f"{tuple(attention_mask.shape)}"
-        )
-    binary = (attention_mask == 0) | (attention_mask == 1)
-    if attention_mask.is_floating_point() or not binary.all():
-        raise ValueError("attention_mask must hold 0/1 integers or bools (1 = a real token)")
-    return attention_mask.to(device=prompt.device, dtype=torch.bool)

@@ -17,7 +17,6 @@ import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import torch
@@ -29,6 +28,7 @@ from .._arguments import (
     check_token_id,
     is_int,
 )
+from .._package_data import package_data
 from ..model.masks import causal_mask, padding_mask
 
 __all__ = [
@@ -516,10 +516,7 @@ PYTHON_SOURCE_SHA256 = "ff8f02a2005df922b31a62a08f88d0049062b2b97b711cc4435e406d
 def shipped_python_source_path() -> Path:
     """Where the package keeps the Python source snapshot (inside the installed package: no
     network needed)."""
-    return (
-        Path(str(resources.files("transformer_lib").joinpath("data_files", "python_stdlib")))
-        / PYTHON_SOURCE_FILE
-    )
+    return package_data("python_stdlib", PYTHON_SOURCE_FILE)
 
 
 def read_python_source() -> dict[str, str]:

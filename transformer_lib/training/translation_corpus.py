@@ -25,7 +25,6 @@ import unicodedata
 import zlib
 from collections.abc import Sequence
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from .._arguments import (
@@ -34,6 +33,7 @@ from .._arguments import (
     check_positive_ints,
     check_text_pairs,
 )
+from .._package_data import package_data
 
 __all__ = [
     "ATTRIBUTION",
@@ -163,13 +163,7 @@ def split_pairs(
 def shipped_pairs_path() -> Path:
     """Where the package keeps the shipped pairs (inside the installed package: no network
     needed)."""
-    return Path(
-        str(
-            resources.files("transformer_lib").joinpath(
-                "data_files", "tatoeba_fra_eng", SHIPPED_FILE
-            )
-        )
-    )
+    return package_data("tatoeba_fra_eng", SHIPPED_FILE)
 
 
 def read_pairs(path: str | os.PathLike | None = None) -> list[tuple[str, str]]:

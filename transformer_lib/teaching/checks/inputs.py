@@ -10,7 +10,7 @@ at least one case with gradients. Every draw is seeded: a check says the same th
 
 import torch
 
-from ... import causal_mask
+from ...model.masks import causal_mask
 from .engine import Case
 
 

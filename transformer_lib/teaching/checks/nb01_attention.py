@@ -12,7 +12,8 @@ from functools import partial
 
 import torch
 
-from ... import causal_mask, scaled_dot_product_attention
+from ...model.attention import scaled_dot_product_attention
+from ...model.masks import causal_mask
 from . import inputs as draw
 from . import variants
 from .engine import (

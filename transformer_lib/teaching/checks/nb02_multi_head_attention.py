@@ -13,7 +13,8 @@ from functools import partial
 import torch
 from torch import nn
 
-from ... import MultiHeadAttention, causal_mask, combine_heads, split_heads
+from ...model.attention import MultiHeadAttention, combine_heads, split_heads
+from ...model.masks import causal_mask
 from . import inputs as draw
 from . import variants
 from .engine import (

@@ -13,7 +13,7 @@ from functools import partial
 import torch
 from torch import nn
 
-from ... import PositionalEncoding, sinusoidal_encoding
+from ...model.layers import PositionalEncoding, sinusoidal_encoding
 from . import inputs as draw
 from .engine import Case, CheckResult, Entry, Failure, Mistake, is_instance, judge
 from .registry import Exercise, Question

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import Encoder, EncoderLayer, LayerNorm, PositionwiseFeedForward
+from ...model.encoder import Encoder, EncoderLayer
+from ...model.layers import LayerNorm, PositionwiseFeedForward
 from . import inputs as draw
 from . import references, variants
 from .engine import Case, CheckResult, Entry, Failure, Mistake, describe, judge, knob_mistakes

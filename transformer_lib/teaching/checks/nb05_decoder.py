@@ -9,14 +9,10 @@ from functools import partial
 
 import torch
 
-from ... import (
-    DecoderLayer,
-    MultiHeadAttention,
-    Transformer,
-    TransformerConfig,
-    causal_mask,
-    count_parameters,
-)
+from ...model.attention import MultiHeadAttention
+from ...model.decoder import DecoderLayer
+from ...model.masks import causal_mask
+from ...model.transformer import Transformer, TransformerConfig, count_parameters
 from . import inputs as draw
 from . import references, variants
 from .engine import (

@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from ... import noam_lr, smoothed_targets
+from ...training.train import noam_lr, smoothed_targets
 from .engine import Case, CheckResult, Entry, Mistake, judge, one_number
 from .registry import Exercise, Question
 

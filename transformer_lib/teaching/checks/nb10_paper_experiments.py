@@ -12,8 +12,8 @@ from functools import partial
 
 import torch
 
+from ...applications import experiments as ex
 from ...model.transformer import Transformer, count_parameters
-from ...training import experiments as ex
 from ...training.data import StringProgramTask
 from .engine import Case, CheckResult, Entry, Failure, judge
 from .registry import Exercise, Question

@@ -14,8 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import DecoderOnlyLM, EncoderLayer, LMConfig, causal_mask, count_parameters, lm
-from ...model.lm import expected_masking_shares, masking_shares
+from ...model.encoder import EncoderLayer
+from ...model.lm import DecoderOnlyLM, LMConfig
+from ...model.masks import causal_mask
+from ...model.transformer import count_parameters
+from ...training import lm_objectives as lm
+from ...training.lm_objectives import expected_masking_shares, masking_shares
 from . import inputs as draw
 from .engine import (
     Case,
@@ -915,7 +919,7 @@ def check_mask_tokens(mask_tokens: Callable) -> CheckResult:
 
 
 def check_lm_parameter_count(parameter_count: Callable) -> CheckResult:
-    """Check ``parameter_count(config: lm.LMConfig) -> int`` against the parameters of
+    """Check ``parameter_count(config: LMConfig) -> int`` against the parameters of
     ``tl.DecoderOnlyLM(config)``, for learned and sinusoidal positions, post-LN and pre-LN, up to
     GPT-2 small. Returns a CheckResult: truthy when it passed; it prints as one friendly
     paragraph."""

@@ -16,7 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ... import LMConfig, PositionwiseFeedForward, RMSNorm, causal_mask, kv_cache_bytes_per_token
+from ...model.attention import kv_cache_bytes_per_token
+from ...model.layers import PositionwiseFeedForward, RMSNorm
+from ...model.lm import LMConfig
+from ...model.masks import causal_mask
 from .engine import (
     Case,
     CheckResult,

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ... import MultiHeadAttention, combine_heads, split_heads
+from ...model.attention import MultiHeadAttention, combine_heads, split_heads
 
 
 def attention(

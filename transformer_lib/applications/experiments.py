@@ -1,5 +1,6 @@
-"""``python -m transformer_lib.training.experiments``: the paper's Table 3 (variations of the base
-model) at laptop scale.
+"""``python -m transformer_lib.applications.experiments``: the paper's Table 3 (variations of the
+base model) at laptop scale. It lives among the applications because it both trains (the training
+family) and decodes (``exact_match``, :mod:`~transformer_lib.applications.decode`).
 
 Every row of the grid changes one thing of a small base model, in the spirit of the paper's groups:
 (A) the number of heads at constant compute, (B) a smaller key width ``d_k``, (C) depth, width and
@@ -26,17 +27,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from ..applications.decode import exact_match
+from .._package_data import package_data
 from ..model.transformer import Transformer, TransformerConfig, count_parameters, head_width
-from .data import StringProgramTask, make_batch
-from .runtime import pick_device
-from .train import CPU_RECIPE, TrainingRecipe, make_trainer, perplexity
+from ..training.data import StringProgramTask, make_batch
+from ..training.runtime import pick_device
+from ..training.train import CPU_RECIPE, TrainingRecipe, make_trainer, perplexity
+from .decode import exact_match
 
 __all__ = [
     "Row",
@@ -70,8 +71,7 @@ DEFAULT_CSV = Path("results/table3.csv")
 # file is), so notebook 10 and its check work from an installed copy too: the committed results of
 # the CPU grid (a copy of results/table3.csv; tests/test_experiments.py keeps the two identical)
 # and the paper's table.
-_DATA = Path(str(resources.files("transformer_lib").joinpath("data_files", "table3")))
-COMMITTED_CSV = _DATA / "table3.csv"
+COMMITTED_CSV = package_data("table3", "table3.csv")
 
 # The CSV's columns, in order. ``d_k`` is the per-head key width; ``wall_s`` is training plus
 # evaluation, and ``cpu_s`` the CPU time the process spent on it (on a shared machine wall time
@@ -108,8 +108,7 @@ _ROW_KEYS = {"num_layers", "d_model", "d_ff", "num_heads", "d_k", "dropout", "ep
 
 @dataclass(frozen=True)
 class Row:
-    """One configuration: a name for the table, its Table 3 group, and what it changes in the base
-    model.
+    """One configuration: a name, its Table 3 group, and what it changes in the base model.
 
     ``changes`` keys (fields of :class:`~transformer_lib.TransformerConfig`): ``num_layers`` (N),
     ``d_model``, ``d_ff``, ``num_heads`` (h), ``d_k`` (per-head key width; values keep
@@ -168,8 +167,7 @@ def _rows(d_model: int, h: int, d_ff: int, num_layers: int, full: bool) -> tuple
     d_k = d_model // h
     rows = [
         (True, Row("base", "base")),
-        # (A) heads at constant compute: d_k = d_v = d_model / h, so the attention's cost stays the
-        # same.
+        # (A) heads at constant compute: d_k = d_v = d_model / h keeps the attention's cost.
         (True, Row("A h=1", "A", {"num_heads": 1})),
         (False, Row(f"A h={2 * h}", "A", {"num_heads": 2 * h})),
         (True, Row(f"A h={4 * h}", "A", {"num_heads": 4 * h})),
@@ -194,8 +192,7 @@ def _rows(d_model: int, h: int, d_ff: int, num_layers: int, full: bool) -> tuple
     return tuple(row for in_small, row in rows if full or in_small)
 
 
-# The base keeps the paper's P_drop = eps_ls = 0.1 and post-LN, at a width and depth that trains on
-# a CPU.
+# The base keeps the paper's P_drop = eps_ls = 0.1 and post-LN, at a size that trains on a CPU.
 GRIDS: dict[str, Grid] = {
     "cpu": Grid(
         "cpu",
@@ -220,15 +217,17 @@ GRIDS: dict[str, Grid] = {
 def read_csv(
     path: str | os.PathLike, types: dict[str, type], columns: Sequence[str] | None = None
 ) -> list[dict]:
-    """The one reader of the CSV files under ``results/``: every row as a dict, its values
-    converted.
+    """The one reader of the CSV files under ``results/``: every row as a dict, values converted.
 
     Args:
         path: the CSV file (a header line, then one line per row).
         types: column -> ``int``, ``float`` or ``str``; an empty cell becomes ``None``; other
-        columns stay text. columns: the header the file must have, in order (``None``: any); a
-        ValueError names both otherwise.
-    Returns the rows in file order.
+            columns stay text.
+        columns: the header the file must have, in order (``None``: any); a ValueError names both
+            otherwise.
+
+    Returns:
+        The rows in file order.
     """
     with Path(path).open(newline="") as f:
         reader = csv.DictReader(f)
@@ -248,7 +247,7 @@ def read_csv(
 # set). Perplexities are per wordpiece. Blank cells of the paper's table are "as the base model"; an
 # empty cell where the paper gives no number. The data lives in data_files/table3/paper_table3.csv,
 # read on first use (PAPER_TABLE3): our row name -> the paper's row, keyed by its columns.
-PAPER_CSV = _DATA / "paper_table3.csv"
+PAPER_CSV = package_data("table3", "paper_table3.csv")
 _PAPER_TYPES = {
     "N": int,
     "d_model": int,
@@ -331,8 +330,8 @@ def _config(
 
 
 def _recipe(grid: Grid, row: Row) -> TrainingRecipe:
-    """The row's :class:`~transformer_lib.training.train.TrainingRecipe`: the grid's budget, its
-    eps_ls."""
+    """The row's :class:`~transformer_lib.training.train.TrainingRecipe`: the grid's budget, and
+    the row's ``eps_ls`` (else the base's, else ``CPU_RECIPE``'s)."""
     eps_ls = row.changes.get("eps_ls", grid.base.get("eps_ls", CPU_RECIPE.eps_ls))
     return TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, eps_ls)
 
@@ -469,8 +468,7 @@ def run_grid(
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> list[dict]:
-    """Train every (row, seed) of ``grid`` not yet in ``path`` and append each result as it
-    finishes.
+    """Train every (row, seed) of ``grid`` not yet in ``path``, appending each result at once.
 
     ``rows`` and ``seeds`` select a part of the grid (names as in ``grid.rows``). Returns the new
     results.
@@ -707,7 +705,7 @@ def compare_with_base(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m transformer_lib.training.experiments",
+        prog="python -m transformer_lib.applications.experiments",
         description="Train the Table 3 grid (resumable: runs already in the CSV are skipped).",
     )
     parser.add_argument(
