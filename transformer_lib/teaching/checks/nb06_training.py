@@ -285,8 +285,8 @@ STEPS_TO_FRACTION = Entry(
     ],
     "Hint: after the peak, noam_lr(step) / noam_lr(warmup) = sqrt(warmup / step); d_model "
     "cancels. Solve sqrt(warmup / step) <= fraction for the first whole step.",
-    "the first step at which the rate is at most that fraction of its peak: warmup / fraction**2, "
-    "rounded up. Halving the rate takes 4 x warmup steps, a tenth 100 x warmup.",
+    "the first step after the peak at which the rate is at most that fraction of it: warmup / "
+    "fraction**2, rounded up. Halving the rate takes 4 x warmup steps, a tenth 100 x warmup.",
     pick=one_number("step"),
     atol=0.0,
     rtol=0.0,
