@@ -1,23 +1,31 @@
-"""Notebook 06 · training: label-smoothed targets and the paper's learning-rate schedule."""
+"""Notebook 06 · training: label smoothing that never predicts some ids, and the paper's
+learning-rate schedule inverted."""
+
+import math
 
 import torch
 
 import transformer_lib as tl
 
 
-def my_smoothed_targets(target, vocab_size, eps, pad_id):
-    """``(N,) -> (N, vocab_size)``: ``1 - eps`` on the target, ``eps / (V - 2)`` on every other
-    token but ``<pad>``, and all-zero rows where the target is padding."""
-    dist = torch.full((target.numel(), vocab_size), eps / (vocab_size - 2))  # (N, V)
-    dist[:, pad_id] = 0.0
+def my_smoothed_targets(target, vocab_size, eps, pad_id, never):
+    """``(N,) -> (N, vocab_size)``: ``1 - eps`` on the target; 0 on ``<pad>`` and on the ids in
+    ``never``, which are never a right answer; ``eps`` shared evenly by the other ids that can be,
+    ``V - 2 - len(never)`` of them (all but <pad>, ``never`` and the target); all-zero rows where
+    the target is padding."""
+    share = eps / (vocab_size - 2 - len(never))
+    dist = torch.full((target.numel(), vocab_size), share)  # (N, V)
+    dist[:, [pad_id, *never]] = 0.0
     dist.scatter_(1, target.reshape(-1, 1), 1.0 - eps)
     dist[target.reshape(-1) == pad_id] = 0.0
     return dist
 
 
-def my_noam_lr(step, d_model, warmup):
-    """``d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``, steps counted from 1."""
-    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+def my_steps_to_fraction(fraction, warmup):
+    """The first step at which the paper's rate has fallen to ``fraction`` of its peak: after the
+    peak at step ``warmup`` it is ``peak * sqrt(warmup / step)`` (``d_model`` cancels), at most
+    ``fraction * peak`` from ``warmup / fraction**2`` on, rounded up to a whole step."""
+    return math.ceil(warmup / fraction**2)
 
 
 ANSWERS = {
@@ -39,6 +47,6 @@ ANSWERS = {
 # A typical wrong answer to each exercise, and words that the hint its check gives must contain
 # (tests/test_solutions.py feeds each to the check).
 WRONG_ANSWERS = {
-    "my_smoothed_targets": (lambda t, v, e, p: tl.smoothed_targets(t, v, e, 0), "pad_id"),
-    "my_noam_lr": (lambda s, d, w: d**-0.5 * min(s**-0.5, s * w**-1.0), "warm-up"),
+    "my_smoothed_targets": (lambda t, v, e, p, n: tl.smoothed_targets(t, v, e, p), "`never`"),
+    "my_steps_to_fraction": (lambda fraction, warmup: math.ceil(warmup / fraction), "1/step"),
 }

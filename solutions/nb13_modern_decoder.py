@@ -1,5 +1,7 @@
-"""Notebook 13 · the modern decoder: RMSNorm, rotary attention, SwiGLU, grouped-query heads, a cache
-budget."""
+"""Notebook 13 · the modern decoder: RMSNorm, rotary attention, SwiGLU's hidden width, grouped-query
+heads, a cache budget."""
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +34,8 @@ def my_rotary_attention(q, k, v, start, theta):
 
 
 class MySwiGLU(nn.Module):
-    """``down(silu(gate(x)) * up(x))``: three bias-free matrices."""
+    """``down(silu(gate(x)) * up(x))``: three bias-free matrices. (No longer an exercise: section 3
+    builds it; ``tl.checks.check_swiglu`` and its tests still use it.)"""
 
     def __init__(self, d_model, d_ff):
         super().__init__()
@@ -42,6 +45,15 @@ class MySwiGLU(nn.Module):
 
     def forward(self, x):
         return self.down(F.silu(self.gate(x)) * self.up(x))  # (B, T, d_model)
+
+
+def my_swiglu_width(d_model, d_ff, multiple_of):
+    """The multiple of ``multiple_of`` (at least ``multiple_of``) whose bias-free SwiGLU block,
+    ``3 d_model width`` parameters, is closest to the bias-free ReLU block's ``2 d_model d_ff``:
+    of the multiples just below and just above ``2 d_ff / 3``, the closer; the smaller on a tie."""
+    relu = 2 * d_model * d_ff
+    below = max(multiple_of, (2 * d_ff // 3) // multiple_of * multiple_of)
+    return min((below, below + multiple_of), key=lambda w: (abs(3 * d_model * w - relu), w))
 
 
 def my_repeat_kv(x, num_heads):
@@ -103,11 +115,6 @@ def _values_rotated(q, k, v, start, theta):
     return tl.scaled_dot_product_attention(q, k, v, tl.causal_mask(t_q, t_k))[0]
 
 
-class _SiluOnUp(MySwiGLU):
-    def forward(self, x):
-        return self.down(F.silu(self.up(x)) * self.gate(x))
-
-
 def _tiled(x, num_heads):
     return x.repeat(1, num_heads // x.size(1), 1, 1)
 
@@ -120,7 +127,7 @@ def _not_a_divisor(config, budget_bytes, dtype):
 WRONG_ANSWERS = {
     "MyRMSNorm": (_MeanSubtracted, "you subtracted the mean"),
     "my_rotary_attention": (_values_rotated, "the values were rotated too"),
-    "MySwiGLU": (_SiluOnUp, "SiLU went on the up projection"),
+    "my_swiglu_width": (lambda d, d_ff, m: m * math.ceil(8 / 3 * d / m), "Llama rule"),
     "my_repeat_kv": (_tiled, "`repeat`, which tiles"),
     "my_kv_heads_for_budget": (_not_a_divisor, "does not divide num_heads"),
 }

@@ -220,6 +220,15 @@ def _robustness_cases():
         ("check_feed_forward", {}, kind, code)
         for kind, code in _broken_classes(tl.PositionwiseFeedForward).items()
     ]
+    # issue 36: notebook 06's exercises 1-2 and notebook 13's exercise 3 ask for decisions instead
+    from solutions.nb13_modern_decoder import MySwiGLU
+
+    cases += [
+        ("check_label_smoothing", {}, kind, code)
+        for kind, code in _broken_functions(tl.smoothed_targets).items()
+    ]
+    cases += [("check_noam_lr", {}, k, c) for k, c in _broken_functions(tl.noam_lr).items()]
+    cases += [("check_swiglu", {}, k, c) for k, c in _broken_classes(MySwiGLU).items()]
     return cases
 
 

@@ -1,8 +1,10 @@
 """The checks of notebook 13: the reference solutions pass, every named mistake earns its own hint,
 both rotary layouts pass and are named, and hostile input gives a message, never an exception."""
 
+import math
 from functools import partial
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -235,3 +237,73 @@ def test_raising_where_a_head_fits_is_named():
 
     result = tl.checks.check_kv_heads_for_budget(always)
     assert not result and "at least one key/value head" in result.message, result.message
+
+
+# --- exercise 3: SwiGLU's hidden width (issue 36: a decision, not cell 22 again) ---------------
+
+
+def _width_by_floats(d_model, d_ff, multiple_of):
+    exact = 2 * d_ff / 3 / multiple_of  # in multiples
+    low = math.floor(exact)
+    k = low + 1 if exact - low > 0.5 + 1e-9 else low  # ties (exactly .5) to the smaller
+    return float(multiple_of * max(k, 1))
+
+
+def _width_by_search(d_model, d_ff, multiple_of):
+    relu = 2 * d_model * d_ff
+    widths = range(multiple_of, 2 * d_ff + 2 * multiple_of, multiple_of)
+    return min(widths, key=lambda w: abs(3 * d_model * w - relu))  # min keeps the first of a tie
+
+
+@pytest.mark.parametrize(
+    "swiglu_width",
+    [
+        solution.my_swiglu_width,
+        _width_by_floats,
+        _width_by_search,
+        lambda d, d_ff, m: np.int64(solution.my_swiglu_width(d, d_ff, m)),
+        lambda d, d_ff, m: torch.tensor(solution.my_swiglu_width(d, d_ff, m)),
+    ],
+    ids=["solution", "floats", "search over multiples", "numpy", "torch"],
+)
+def test_every_correct_way_to_choose_the_swiglu_width_passes(swiglu_width):
+    result = tl.checks.check_swiglu_width(swiglu_width)
+    assert result and result.message.startswith("✅"), result.message
+
+
+@pytest.mark.parametrize(
+    "mistake", nb13.SWIGLU_WIDTH.mistakes, ids=range(len(nb13.SWIGLU_WIDTH.mistakes))
+)
+def test_each_swiglu_width_mistake_gets_its_own_hint(mistake):
+    result = tl.checks.check_swiglu_width(mistake.version)
+    assert not result and mistake.hint in result.message, result.message
+
+
+def test_llamas_own_rule_is_named_and_its_7b_width_is_a_case():
+    """Cell 24 computes 11008 for Llama-7B with Meta's round-up; that case's closest width is the
+    same, while the paper's d_model = 512 is a case where rounding up is not the closest."""
+    widths = {(d, d_ff, m): nb13._swiglu_width(d, d_ff, m) for d, d_ff, m in nb13._WIDTH_CASES}
+    assert widths[(4096, 16384, 256)] == 256 * math.ceil(8 / 3 * 4096 / 256) == 11008
+    assert widths[(512, 2048, 256)] == 1280 != 256 * math.ceil(8 / 3 * 512 / 256)
+    result = tl.checks.check_swiglu_width(lambda d, d_ff, m: m * math.ceil(8 / 3 * d / m))
+    assert not result and "Llama rule" in result.message
+
+
+def test_the_width_counts_what_the_library_builds():
+    """3 d_model width against 2 d_model d_ff: bias-free tl.PositionwiseFeedForward blocks."""
+
+    def count(d_model, d_ff, activation):
+        block = tl.PositionwiseFeedForward(d_model, d_ff, activation=activation, bias=False)
+        return sum(p.numel() for p in block.parameters())
+
+    for d_model, d_ff, multiple_of in [(64, 256, 32), (12, 9, 4), (16, 8, 64)]:
+        width = nb13._swiglu_width(d_model, d_ff, multiple_of)
+        assert count(d_model, width, "swiglu") == 3 * d_model * width
+        assert count(d_model, d_ff, "relu") == 2 * d_model * d_ff
+
+
+@pytest.mark.parametrize("code", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_input_to_the_width_check_gives_a_message(code):
+    result = tl.checks.check_swiglu_width(code)
+    assert isinstance(result, tl.checks.CheckResult) and not result
+    assert result.message.startswith("❌"), result.message

@@ -1,6 +1,8 @@
 """Notebook 06 · training: the checks of label smoothing and of the paper's learning-rate
-schedule."""
+schedule (exercises 1 and 2 use the last two: smoothing that never predicts some ids, and the
+schedule inverted)."""
 
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -135,10 +137,209 @@ EXERCISES = [
         "06",
         "1",
         "my_smoothed_targets",
-        "label-smoothed target distributions",
-        "check_label_smoothing",
+        "label smoothing that never predicts some ids: who shares eps",
+        "check_smoothing_never",
     ),
-    Exercise("06", "2", "my_noam_lr", "the paper's learning-rate schedule", "check_noam_lr"),
+    Exercise(
+        "06",
+        "2",
+        "my_steps_to_fraction",
+        "the schedule inverted: the step where the rate is a fraction of its peak",
+        "check_steps_to_fraction",
+    ),
 ]
 
 QUESTIONS = [Question("06", "3", "experiment: the paper's schedule instead of the recipe's")]
+
+
+# --- exercise 1: label smoothing that never predicts some ids -------------------------------------
+
+
+def _smoothed_never(
+    target, vocab_size, eps, pad_id, never, *, drop=None, zero_never=True, pad_rows=True, add=False
+):
+    """The reference (its knobs write the known mistakes): ``1 - eps`` on the target, ``eps`` spread
+    evenly over the ids that can be a right answer other than the target (every id but ``pad_id``,
+    the ids in ``never`` and the target: ``V - 2 - len(never)`` of them), 0 on ``pad_id`` and on
+    ``never``, all-zero rows where the target is padding. ``drop`` (default ``2 + len(never)``) is
+    how many ids the denominator leaves out; ``zero_never=False`` leaves ``never`` its share;
+    ``add=True`` adds ``1 - eps`` to the target's share instead of setting it."""
+    drop = 2 + len(never) if drop is None else drop
+    rows = target.reshape(-1, 1)  # (N, 1)
+    dist = torch.full((rows.size(0), vocab_size), eps / (vocab_size - drop))  # (N, V)
+    dist[:, pad_id] = 0.0
+    if zero_never:
+        dist[:, list(never)] = 0.0
+    if add:
+        dist.scatter_add_(1, rows, torch.full_like(rows, 1.0 - eps, dtype=dist.dtype))
+    else:
+        dist.scatter_(1, rows, 1.0 - eps)
+    if pad_rows:
+        dist[rows[:, 0] == pad_id] = 0.0
+    return dist
+
+
+def _smoothing_never_cases() -> list[Case]:
+    # three `never` ids first: V - 2, V - 1 - len(never) and V - len(never) differ only then
+    return [
+        Case(
+            (torch.tensor([3, 2, 6, 1, 2]), 10, 0.2, 2, [0, 5, 8]),
+            "for target [3, 2, 6, 1, 2], V=10, eps=0.2, pad_id=2, never=[0, 5, 8]",
+        ),
+        Case(
+            (torch.tensor([4, 0, 7, 5]), 9, 0.1, 0, [1]),
+            "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0, never=[1]",
+        ),
+        Case(
+            (torch.tensor([4, 0, 7, 5]), 9, 0.1, 0, []),
+            "for target [4, 0, 7, 5], V=9, eps=0.1, pad_id=0 and an empty never=[] (section 4's "
+            "case)",
+        ),
+    ]
+
+
+SMOOTHING_NEVER = Entry(
+    "check_smoothing_never",
+    "your label smoothing",
+    _smoothed_never,
+    _smoothing_never_cases,
+    [
+        Mistake(
+            "the ids in `never` got eps / (V - 2) like any other token (that is section 4's "
+            "`tl.smoothed_targets`); they are never a right answer, so they get 0, and their share "
+            "goes to the ids that can be.",
+            partial(_smoothed_never, drop=2, zero_never=False),
+        ),
+        Mistake(
+            "the row sums to less than 1: you set the `never` ids to 0 but kept section 4's eps / "
+            "(V - 2). Count again the ids that share eps: every id but <pad>, the `never` ids and "
+            "the target.",
+            partial(_smoothed_never, drop=2),
+        ),
+        Mistake(
+            "the row sums to less than 1: eps was spread over one id too many, V - 1 - "
+            "len(never). Both <pad> and the target are left out of the share: V - 2 - "
+            "len(never).",
+            lambda t, v, e, p, n: _smoothed_never(t, v, e, p, n, drop=1 + len(n)),
+        ),
+        Mistake(
+            "the row sums to less than 1: eps was spread over V - len(never) ids, <pad> and the "
+            "target counted among them. Leave both out: V - 2 - len(never).",
+            lambda t, v, e, p, n: _smoothed_never(t, v, e, p, n, drop=len(n)),
+        ),
+        Mistake(
+            "the target got 1 - eps plus its share of eps: it gets exactly 1 - eps, and eps goes "
+            "to the other ids only.",
+            partial(_smoothed_never, add=True),
+        ),
+        Mistake(
+            "a row whose target is padding should be all zero, so it adds nothing to the loss.",
+            partial(_smoothed_never, pad_rows=False),
+        ),
+        Mistake(
+            "padding was taken to be id 0; use the `pad_id` argument.",
+            lambda t, v, e, p, n: _smoothed_never(t, v, e, 0, n),
+        ),
+    ],
+    "Hint: 1 - eps on the target; 0 on <pad> and on every id in `never`; eps / (V - 2 - "
+    "len(never)) on each remaining id; rows of padding all zero. Each row but padding's sums to 1.",
+    "1 - eps on the target, eps shared by the ids that can be a right answer, nothing on <pad> "
+    "or on `never`, whatever `never` holds.",
+    atol=1e-6,
+)
+
+
+def check_smoothing_never(make_targets: Callable) -> CheckResult:
+    """Check ``make_targets(target (N,), vocab_size, eps, pad_id, never) -> (N, V)``: ``1 - eps``
+    on the target, 0 on ``pad_id`` and on the ids in ``never`` (ids that are never a right answer,
+    such as ``<bos>``), ``eps`` spread evenly over the remaining ``V - 2 - len(never)`` ids, and
+    all-zero rows where the target is padding. Returns a CheckResult: truthy when it passed; it
+    prints as one friendly paragraph."""
+    return judge(SMOOTHING_NEVER, make_targets)
+
+
+# --- exercise 2: how slowly the paper's schedule decays ------------------------------------------
+
+
+def _steps_to_fraction(fraction, warmup, *, power=2, rounding=math.ceil, after_peak=False):
+    """The reference (its knobs write the known mistakes): the first step at or after the peak
+    (``warmup``) at which ``noam_lr`` is at most ``fraction`` of its peak. After the peak the rate
+    is ``peak * sqrt(warmup / step)``, so it is ``step >= warmup / fraction**2``, rounded up to a
+    whole step. ``power=1`` is a decay as 1/step; ``after_peak`` counts the steps after the peak."""
+    step = rounding(warmup / fraction**power)
+    return step - warmup if after_peak else step
+
+
+# warmup / fraction**2 is no whole number in any case, 1e-2 or more away from one: a loop that
+# compares rates in floats meets no tie
+_FRACTION_CASES = ((0.3, 100), (0.7, 4000), (0.9, 50), (0.35, 400), (0.15, 40))
+
+
+def _fraction_cases() -> list[Case]:
+    return [
+        Case((fraction, warmup), f"for fraction={fraction}, warmup={warmup}")
+        for fraction, warmup in _FRACTION_CASES
+    ]
+
+
+STEPS_TO_FRACTION = Entry(
+    "check_steps_to_fraction",
+    "your step",
+    _steps_to_fraction,
+    _fraction_cases,
+    [
+        Mistake(
+            "that step is on the warm-up side: the rate rises through that fraction of its peak at "
+            "step fraction * warmup. The exercise asks for the decay, after the peak.",
+            lambda fraction, warmup: fraction * warmup,
+        ),
+        Mistake(
+            "that is where a rate decaying as 1/step would be: after the peak the paper's rate is "
+            "peak * sqrt(warmup / step), so the step must grow by 1 / fraction**2, not 1 / "
+            "fraction.",
+            partial(_steps_to_fraction, power=1),
+        ),
+        Mistake(
+            "you counted the steps after the peak; return the step itself, counted from 1 as "
+            "`tl.noam_lr` counts it (add warmup).",
+            partial(_steps_to_fraction, after_peak=True),
+        ),
+        Mistake(
+            "a step is a whole number: the first whole step at or past warmup / fraction**2.",
+            lambda fraction, warmup: warmup / fraction**2,
+        ),
+        Mistake(
+            "at that step the rate is still above the fraction of its peak: the first step at or "
+            "past warmup / fraction**2 rounds up (math.ceil), not down or to the nearest.",
+            partial(_steps_to_fraction, rounding=math.floor),
+        ),
+        Mistake(
+            "at that step the rate is still above the fraction of its peak: the first step at or "
+            "past warmup / fraction**2 rounds up (math.ceil), not down or to the nearest.",
+            partial(_steps_to_fraction, rounding=round),
+        ),
+        Mistake(
+            "one step late: the step before already has the rate at or below the fraction.",
+            lambda fraction, warmup: _steps_to_fraction(fraction, warmup) + 1,
+        ),
+    ],
+    "Hint: after the peak, noam_lr(step) / noam_lr(warmup) = sqrt(warmup / step); d_model "
+    "cancels. Solve sqrt(warmup / step) <= fraction for the first whole step.",
+    "the first step after the peak at which the rate is at most that fraction of it: warmup / "
+    "fraction**2, rounded up. Halving the rate takes 4 x warmup steps, a tenth 100 x warmup.",
+    pick=one_number("step"),
+    atol=0.0,
+    rtol=0.0,
+)
+
+
+def check_steps_to_fraction(steps_to_fraction: Callable) -> CheckResult:
+    """Check ``steps_to_fraction(fraction, warmup) -> step``: the first step at or after the peak at
+    which the paper's schedule (``noam_lr``, steps counted from 1) is at most ``fraction`` of its
+    peak, ``0 < fraction < 1``: ``ceil(warmup / fraction**2)``, whatever ``d_model``. Returns a
+    CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    return judge(STEPS_TO_FRACTION, steps_to_fraction)
+
+
+ENTRIES += (SMOOTHING_NEVER, STEPS_TO_FRACTION)
+__all__ += ["check_smoothing_never", "check_steps_to_fraction"]

@@ -718,7 +718,13 @@ EXERCISES = [
         "rotary positions in (cached) causal attention",
         "check_rotary_attention",
     ),
-    Exercise("13", "3", "MySwiGLU", "the SwiGLU feed-forward", "check_swiglu"),
+    Exercise(
+        "13",
+        "3",
+        "my_swiglu_width",
+        "SwiGLU's hidden width: a multiple of multiple_of, parameters closest to ReLU's",
+        "check_swiglu_width",
+    ),
     Exercise(
         "13",
         "4",
@@ -736,3 +742,124 @@ EXERCISES = [
 ]
 
 QUESTIONS = [Question("13", "6", "which runs separate the switches of the modern block")]
+
+
+# --- exercise 3: the SwiGLU hidden width at the ReLU block's parameters ---------------------------
+
+
+def _swiglu_width(d_model, d_ff, multiple_of, *, rounding="nearest", base=None, minimum=True):
+    """The reference (its knobs write the known mistakes): the multiple of ``multiple_of`` (at
+    least ``multiple_of``) whose bias-free SwiGLU block, ``3 d_model width`` parameters, is
+    closest to the bias-free ReLU block's ``2 d_model d_ff``; on a tie the smaller. In whole
+    numbers: the multiple closest to ``2 d_ff / 3``. ``rounding`` "up" is Meta's Llama rule, "down"
+    floors, "even" is Python's ``round`` (ties to even); ``base`` replaces ``d_ff`` (``4 d_model``
+    assumes the paper's ratio); ``minimum=False`` allows a width of 0."""
+    d_ff = d_ff if base is None else base(d_model)
+    below = (2 * d_ff) // (3 * multiple_of)  # multiples of multiple_of at or under 2 d_ff / 3
+    gap_below = 2 * d_ff - 3 * multiple_of * below  # 3 x the distance to the multiple below
+    gap_above = 3 * multiple_of * (below + 1) - 2 * d_ff
+    if rounding == "up":
+        k = below + (gap_below > 0)
+    elif rounding == "down":
+        k = below
+    elif rounding == "even":
+        k = round(2 * d_ff / (3 * multiple_of))
+    else:  # nearest, ties to the smaller
+        k = below + (gap_above < gap_below)
+    return multiple_of * max(k, 1 if minimum else 0)
+
+
+_WIDTH_CASES = (  # (d_model, d_ff, multiple_of): what each case tells apart
+    # d_ff = 2 d_model: 682.7 gives 768; 8/3 d_model (1365.3) would give 1280, Llama's rule 1536
+    (512, 1024, 256),
+    (512, 2048, 256),  # 2/3 d_ff = 1365.3: 1280 is closer than Llama's 1536
+    (4096, 16384, 256),  # Llama-7B: 10922.7, and the multiple above (11008) is the closer one
+    (512, 1536, 128),  # d_ff = 3 d_model: 1024 exactly
+    (64, 256, 32),  # 170.7: 160
+    (12, 9, 4),  # 6, halfway between 4 and 8: a tie goes to the smaller width
+    (16, 8, 64),  # 5.3: the nearest multiple is 0, which cannot be built
+)
+
+
+def _width_cases() -> list[Case]:
+    return [
+        Case((d, d_ff, m), f"for d_model={d}, d_ff={d_ff}, multiple_of={m}")
+        for d, d_ff, m in _WIDTH_CASES
+    ]
+
+
+SWIGLU_WIDTH = Entry(
+    "check_swiglu_width",
+    "your width",
+    _swiglu_width,
+    _width_cases,
+    [
+        # first: on the tie case Llama's round-up gives the same width, and fails earlier
+        Mistake(
+            "on a tie Python's `round` rounds half to even, so here it picked the larger width; "
+            "the exercise asks for the smaller (fewer parameters). Compare the two candidates' "
+            "distances yourself.",
+            partial(_swiglu_width, rounding="even"),
+        ),
+        Mistake(
+            "you rounded 2/3 d_ff up to the next multiple, as Meta's Llama code does "
+            "(multiple_of * ceil(...)); the exercise asks for the parameter count closest to the "
+            "ReLU block's, and the multiple below can be closer.",
+            partial(_swiglu_width, rounding="up"),
+        ),
+        Mistake(
+            "you rounded 2/3 d_ff down; the multiple above can be closer to the ReLU block's "
+            "count.",
+            partial(_swiglu_width, rounding="down"),
+        ),
+        Mistake(
+            "you assumed d_ff = 4 d_model, the paper's ratio (8/3 d_model); equal parameters come "
+            "from the ReLU block's own d_ff: 3 d_model width = 2 d_model d_ff, so width = 2/3 "
+            "d_ff.",
+            partial(_swiglu_width, base=lambda d: 4 * d),
+        ),
+        Mistake(
+            "that is Meta's Llama rule, 8/3 d_model rounded up to a multiple: it assumes d_ff = 4 "
+            "d_model and rounds up. Here equal parameters come from the ReLU block's own d_ff (3 "
+            "d_model width = 2 d_model d_ff, so width = 2/3 d_ff), and the closer multiple wins.",
+            partial(_swiglu_width, base=lambda d: 4 * d, rounding="up"),
+        ),
+        Mistake(
+            "a width of 0 cannot be built: when the nearest multiple is 0, return multiple_of.",
+            partial(_swiglu_width, minimum=False),
+        ),
+        Mistake(
+            "the width must be a multiple of multiple_of: round 2/3 d_ff to the nearest multiple, "
+            "not to the nearest integer.",
+            lambda d, d_ff, m: _swiglu_width(d, d_ff, 1),
+        ),
+        Mistake(
+            "you returned how many multiples, not the width: multiply by multiple_of.",
+            lambda d, d_ff, m: _swiglu_width(d, d_ff, m) // m,
+        ),
+        Mistake(
+            "you returned the SwiGLU block's parameter count; return its hidden width.",
+            lambda d, d_ff, m: 3 * d * _swiglu_width(d, d_ff, m),
+        ),
+    ],
+    "Hint: a bias-free ReLU block has 2 d_model d_ff parameters and a SwiGLU block 3 d_model "
+    "width; d_model cancels. Of the multiples of multiple_of just below and just above 2 d_ff / 3, "
+    "take the closer (the smaller on a tie), and never less than multiple_of.",
+    "the multiple of multiple_of whose SwiGLU block comes closest to the ReLU block's parameters: "
+    "sometimes Llama's round-up, sometimes the multiple below.",
+    pick=one_number("width"),
+    atol=0.0,
+    rtol=0.0,
+)
+
+
+def check_swiglu_width(swiglu_width: Callable) -> CheckResult:
+    """Check ``swiglu_width(d_model, d_ff, multiple_of) -> width``: the multiple of
+    ``multiple_of`` (at least ``multiple_of``) whose bias-free SwiGLU block (``3 d_model width``
+    parameters) is closest to the bias-free ReLU block's ``2 d_model d_ff``, the smaller on a tie.
+    Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    return judge(SWIGLU_WIDTH, swiglu_width)
+
+
+ENTRIES += (SWIGLU_WIDTH,)
+__all__ += ["check_swiglu_width"]
