@@ -238,3 +238,25 @@ def test_a_trainer_reads_another_kind_of_batch_through_a_batch_kind():
     loss = trainer.train_step((task.train_batch(0, 4), "anything else"))
     assert len(seen) == 1 and seen[0][0] == 4 and trainer.step == 1 and loss > 0
     assert trainer.loss_fn is None  # the default loss: cross-entropy over the counted positions
+
+
+def test_token_accuracy_is_the_share_of_counted_positions_whose_argmax_is_the_target():
+    task = tl.CopyTask(num_test=10, num_valid=10)
+    tl.seed_everything(0)
+    model = tl.Transformer(tl.TransformerConfig.cpu_tiny(len(task.vocab)))
+    seen = []
+
+    def forward(model, batch, device):
+        logits, target, counted = tl.train.SEQ2SEQ_BATCHES.forward(model, batch, device)
+        seen.append((logits.detach(), target, counted))  # (B, T, V), (B, T), (B, T)
+        return logits, target, counted
+
+    kind = tl.train.BatchKind(check=tl.train.SEQ2SEQ_BATCHES.check, forward=forward)
+    trainer = tl.Trainer(model, torch.optim.Adam(model.parameters(), lr=3e-3), batches=kind)
+    trainer.fit(lambda s: task.train_batch(s, 16), 30, progress=False)
+    for (logits, target, counted), accuracy in zip(
+        seen, trainer.history.token_accuracy, strict=True
+    ):
+        hits = ((logits.argmax(-1) == target) & counted).sum()
+        assert accuracy == pytest.approx((hits / counted.sum()).item(), abs=1e-6)
+    assert 0 < trainer.history.token_accuracy[-1] < 1  # a step with both hits and misses

@@ -354,7 +354,11 @@ class Trainer:
         # the share of counted positions whose most likely token is the target; summed rather
         # than boolean-indexed, so that the loss and it reach the host in one transfer (a GPU
         # waits for the host once per step, not three times)
-        hits = ((logits.argmax(-1) == target) & counted).sum()
+        # a hit: the target's logit is the largest (argmax == target but for exact ties; a max is
+        # several times faster than an argmax on a CPU)
+        ids = target.clamp(0, logits.size(-1) - 1)  # (B, T): ignored positions read any logit
+        target_logit = logits.gather(-1, ids[..., None])[..., 0]  # (B, T)
+        hits = ((target_logit >= logits.amax(dim=-1)) & counted).sum()
         accuracy = hits.float() / counted.sum().float()
         loss_value, accuracy = torch.stack([loss.detach().float(), accuracy]).tolist()
         if not math.isfinite(loss_value):
