@@ -389,7 +389,7 @@ def training_throughput(
     )
     from .training.length_batching import LengthBatches
     from .training.subwords import SubwordVocab
-    from .training.train import LabelSmoothingLoss, Trainer, adam_with_warmup
+    from .training.train import adam_with_warmup, make_trainer
     from .training.translation_corpus import TatoebaCorpus
 
     date = DateTask(seed=0)
@@ -407,23 +407,25 @@ def training_throughput(
             date_config,
             lambda step: date.train_batch(step, CPU_RECIPE.batch_size),
             f"{CPU_RECIPE.batch_size} pairs",
-            CPU_RECIPE.eps_ls,
+            CPU_RECIPE,
         ),
         (
             "English-French (translation.CPU_RECIPE)",
             model_config(TRANSLATION_RECIPE, len(vocab), vocab.pad_id),
             LengthBatches(pairs, vocab, TRANSLATION_RECIPE.max_tokens),
             f"<= {TRANSLATION_RECIPE.max_tokens} tokens",
-            TRANSLATION_RECIPE.eps_ls,
+            TRANSLATION_RECIPE,
         ),
     ]
     rows = []
-    for name, config, get_batch, batch, eps_ls in cases:
-        seed_everything(0)
-        model = Transformer(config)
-        optimizer, scheduler = adam_with_warmup(model, 1e-3, 1, steps + 2)
-        loss = LabelSmoothingLoss(eps_ls, config.pad_id)
-        trainer = Trainer(model, optimizer, scheduler, loss, device=device)
+    for name, config, get_batch, batch, recipe in cases:
+        # the recipe's label smoothing; a short warm-up and decay fit to the few steps timed
+        trainer = make_trainer(
+            config,
+            recipe,
+            device=device,
+            optimizer=lambda m: adam_with_warmup(m, 1e-3, 1, steps + 2),
+        )
         trainer.fit(get_batch, 1, progress=False)  # warm-up step: allocations, kernel choice
         tokens = sum(
             int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum())
@@ -669,10 +671,13 @@ def versus_torch_transformer(
     """Training tokens per second of ours against a stock ``torch.nn.Transformer`` loop: same
     sizes, same batches, same optimiser. English-French at the CPU recipe's size
     (``translation.CPU_RECIPE``: d_model 128, N=2, h=4, d_ff 512, batches of <= 2,500 tokens,
-    label smoothing 0.1, Adam, gradients clipped at 1). Ours is the library's :class:`Trainer`;
+    label smoothing 0.1, the paper's Adam and schedule, gradients clipped at 1). Ours is the
+    library's ``Trainer`` as :func:`~transformer_lib.training.train.make_trainer` builds it;
     theirs is the loop a PyTorch user writes (``F.cross_entropy(label_smoothing=0.1)``). One step
     warms up each, then ``steps`` are timed, the two loops taking turns step by step so that a load
-    on the machine weighs on both alike. Real (not padding) source + target tokens are counted."""
+    on the machine weighs on both alike. Real (not padding) source + target tokens are counted.
+    ``ratio``: the median over the steps of the stock step's time over ours on the same batch (a
+    load that comes and goes moves a median of pairs less than a ratio of sums)."""
     from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
     from .applications.translation import (
         TOKENIZER_FILE,
@@ -682,7 +687,7 @@ def versus_torch_transformer(
     )
     from .training.length_batching import LengthBatches
     from .training.subwords import SubwordVocab
-    from .training.train import LabelSmoothingLoss, Trainer
+    from .training.train import make_trainer, paper_optimizer
     from .training.translation_corpus import TatoebaCorpus
 
     device = device or pick_device()
@@ -698,15 +703,13 @@ def versus_torch_transformer(
     batches = LengthBatches(pairs, vocab, max_tokens or recipe.max_tokens)
     prepared = [batches.batch(step).to(device) for step in range(steps + 1)]
 
-    seed_everything(0)
-    model = Transformer(config)
-    adam = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    ours = Trainer(
-        model, adam, None, LabelSmoothingLoss(recipe.eps_ls, config.pad_id), device=device
-    )
+    def adam(model: nn.Module) -> tuple:
+        return paper_optimizer(model, recipe.d_model, recipe.warmup, recipe.lr_factor)
+
+    ours = make_trainer(config, recipe, seed=0, device=device, optimizer=adam)
     seed_everything(0)
     theirs = _TorchTransformerMT(config).to(device).train()
-    their_optimizer = torch.optim.Adam(theirs.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    their_optimizer, their_schedule = adam(theirs)
 
     def their_step(batch: Batch) -> float:
         logits = theirs(batch.src, batch.tgt_in)  # (B, T, V)
@@ -720,9 +723,10 @@ def versus_torch_transformer(
         loss.backward()
         nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
         their_optimizer.step()
+        their_schedule.step()
         return loss.item()
 
-    seconds = {"ours": 0.0, "theirs": 0.0}
+    seconds: dict[str, list[float]] = {"ours": [], "theirs": []}
     runs = {"ours": ours.train_step, "theirs": their_step}
     for step, batch in enumerate(prepared):
         for name, run in runs.items():
@@ -730,42 +734,202 @@ def versus_torch_transformer(
             run(batch)
             _sync(device)
             if step:  # step 0 warms up
-                seconds[name] += time.perf_counter() - started
+                seconds[name].append(time.perf_counter() - started)
     tokens = sum(
         int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum()) for b in prepared[1:]
     )
-    rows = [
+    paired = statistics.median(t / o for o, t in zip(*seconds.values(), strict=True))
+    return [
         {
             "loop": "ours (Trainer, library Transformer)",
-            "tokens_per_s": tokens / seconds["ours"],
+            "tokens_per_s": tokens / sum(seconds["ours"]),
             "parameters": sum(p.numel() for p in ours.model.parameters()),
+            "ratio": paired,
         },
         {
             "loop": "stock torch.nn.Transformer",
-            "tokens_per_s": tokens / seconds["theirs"],
+            "tokens_per_s": tokens / sum(seconds["theirs"]),
             "parameters": sum(p.numel() for p in theirs.parameters()),
+            "ratio": 1.0,
         },
     ]
-    for row in rows:
-        row["ratio"] = row["tokens_per_s"] / rows[1]["tokens_per_s"]
-    return rows
 
 
-PARTS = (
-    "attention",
-    "growth",
-    "memory",
-    "beam",
-    "gqa",
-    "throughput",
-    "precision",
-    "sdpa",
-    "share",
-    "versus",
-)
+def _show_attention(device: torch.device, repeats: int) -> None:
+    print(
+        "Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to "
+        "nn.MultiheadAttention)"
+    )
+    _print_table(
+        compare_attention(device=device, repeats=repeats),
+        [
+            ("variant", "variant", "s"),
+            ("forward_s", "forward", ".4f"),
+            ("forward_ratio", "x", ".2f"),
+            ("forward_backward_s", "fwd+bwd", ".4f"),
+            ("forward_backward_ratio", "x", ".2f"),
+        ],
+    )
 
 
-def main(argv: list[str] | None = None) -> None:
+def _show_growth(device: torch.device, repeats: int) -> None:
+    print("\nGrowth with T, B=4, d_model=256, h=4 (forward, median seconds)")
+    _print_table(
+        attention_growth(device=device, repeats=max(3, repeats // 2)),
+        [
+            ("T", "T", "d"),
+            ("weights_MiB", "weights MiB", ".1f"),
+            ("fast_s", "fast", ".4f"),
+            ("explicit_s", "explicit", ".4f"),
+        ],
+    )
+
+
+def _show_memory(device: torch.device, repeats: int) -> None:
+    print(
+        "\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, "
+        f"measured on {device.type})"
+    )
+    _print_table(
+        attention_memory(device=device),
+        [
+            ("T", "T", "d"),
+            ("weights_MiB", "weights MiB", ".1f"),
+            ("fast_peak_MiB", "fast peak", ".1f"),
+            ("explicit_peak_MiB", "explicit peak", ".1f"),
+        ],
+    )
+
+
+def _show_beam(device: torch.device, repeats: int) -> None:
+    speed = beam_search_speed(device=device, repeats=max(1, repeats // 3))
+    print(
+        "\nBeam search, W=4, max_len=11, 64 date sources, untrained cpu_small model "
+        f"(median seconds; both modes return the same outputs: {speed[0]['same_outputs']})"
+    )
+    _print_table(
+        speed,
+        [
+            ("mode", "mode", "s"),
+            ("seconds", "seconds", ".3f"),
+            ("sentences_per_s", "sentences/s", ".1f"),
+            ("speedup", "x", ".1f"),
+        ],
+    )
+
+
+def _show_gqa(device: torch.device, repeats: int) -> None:
+    print(
+        "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; "
+        "cached greedy generation of 64 tokens after 16, batch 8 (KV-cache bytes per token in "
+        "fp32; median ms per generated token)"
+    )
+    _print_table(
+        grouped_query_decoding(device=device, repeats=max(1, repeats // 3)),
+        [
+            ("kind", "key/value heads", "s"),
+            ("kv_heads", "h_kv", "d"),
+            ("cache_bytes_per_token", "cache bytes/token", ",d"),
+            ("ms_per_token", "ms/token", ".2f"),
+        ],
+    )
+
+
+def _show_throughput(device: torch.device, repeats: int) -> None:
+    print(
+        f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} (source + "
+        "target tokens per second, padding not counted; a few steps, so a rough figure)"
+    )
+    _print_table(
+        training_throughput(device=device),
+        [
+            ("task", "task", "s"),
+            ("batch", "batch", "s"),
+            ("tokens_per_s", "tokens/s", ".0f"),
+            ("s_per_step", "s/step", ".3f"),
+        ],
+    )
+
+
+def _show_precision(device: torch.device, repeats: int) -> None:
+    print(
+        f"\nMixed precision on {device_name(device)}: one Trainer step (forward, loss, "
+        "backward, Adam) in each precision (median ms; speed-up over float32 in the same case)"
+    )
+    for row in mixed_precision_steps(device=device, repeats=max(3, repeats // 2)):
+        if row["ms_per_step"] is None:
+            print(f"  {row['case']:36s} {row['precision']:5s} not run: {row['unsupported']}")
+        else:
+            print(
+                f"  {row['case']:36s} {row['precision']:5s} {row['ms_per_step']:9.2f} ms   "
+                f"x{row['speedup']:.2f}"
+            )
+
+
+def _show_sdpa(device: torch.device, repeats: int) -> None:
+    if device.type != "cuda":
+        return
+    print("\nFused attention backends, causal, B=4, h=16, T=4096, d_k=64, float16")
+    _print_table(
+        sdpa_backends(device, repeats=repeats),
+        [("backend", "backend", "s"), ("ms", "ms", ".2f"), ("extra_MiB", "extra MiB", ".1f")],
+    )
+
+
+def _show_share(device: torch.device, repeats: int) -> None:
+    print(
+        "\nSelf-attention forward (B=30, T=200, d_model=512, h=8) as a share of the best "
+        f"square-GEMM rate on {device_name(device)}, same dtype"
+    )
+    for dtype in [torch.float32] + ([torch.bfloat16] if device.type == "cuda" else []):
+        _print_table(
+            attention_gemm_share(device=device, dtype=dtype, repeats=repeats),
+            [
+                ("variant", "variant", "s"),
+                ("dtype", "dtype", "s"),
+                ("GFLOP_per_s", "GFLOP/s", ".1f"),
+                ("gemm_GFLOP_per_s", "GEMM GFLOP/s", ".1f"),
+                ("share", "share", ".0%"),
+            ],
+        )
+
+
+def _show_versus(device: torch.device, repeats: int) -> None:
+    print(
+        f"\nTraining step, ours against a stock torch.nn.Transformer loop on "
+        f"{device_name(device)}, threads: {torch.get_num_threads()}: English-French at the CPU "
+        "recipe's size, the same batches (tokens per second, padding not counted; x stock: the "
+        "median over the steps of the stock step's time over ours on the same batch)"
+    )
+    _print_table(
+        versus_torch_transformer(device=device, steps=max(5, 2 * repeats)),
+        [
+            ("loop", "loop", "s"),
+            ("parameters", "parameters", ",d"),
+            ("tokens_per_s", "tokens/s", ".0f"),
+            ("ratio", "x stock", ".2f"),
+        ],
+    )
+
+
+# Each part of the benchmark, in the order it prints: name -> what prints it, given the device and
+# --repeats.
+_SHOW: dict[str, Callable[[torch.device, int], None]] = {
+    "attention": _show_attention,
+    "growth": _show_growth,
+    "memory": _show_memory,
+    "beam": _show_beam,
+    "gqa": _show_gqa,
+    "throughput": _show_throughput,
+    "precision": _show_precision,
+    "sdpa": _show_sdpa,
+    "share": _show_share,
+    "versus": _show_versus,
+}
+PARTS = tuple(_SHOW)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--device", default=None, help="cpu, cuda or mps (default: the best available)"
@@ -781,15 +945,24 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="only train the date task with CPU_RECIPE on the CPU and time it",
     )
+    return parser
+
+
+def _show_recipe() -> None:
+    print(f"CPU_RECIPE {CPU_RECIPE} on the date task, CPU, threads: {torch.get_num_threads()}")
+    result = recipe_check()
+    print(
+        f"trained in {result['train_s']:.1f} s; exact match: validation "
+        f"{result['valid_exact_match']:.3f}, test {result['test_exact_match']:.3f} (target: >= "
+        "0.99 in about 45 s on 2 cores)"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.recipe:
-        print(f"CPU_RECIPE {CPU_RECIPE} on the date task, CPU, threads: {torch.get_num_threads()}")
-        result = recipe_check()
-        print(
-            f"trained in {result['train_s']:.1f} s; exact match: validation "
-            f"{result['valid_exact_match']:.3f}, test {result['test_exact_match']:.3f} (target: >= "
-            "0.99 in about 45 s on 2 cores)"
-        )
+        _show_recipe()
         return
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
@@ -800,142 +973,9 @@ def main(argv: list[str] | None = None) -> None:
         f"device: {device_name(device)}   torch {torch.__version__}   threads: "
         f"{torch.get_num_threads()}\n"
     )
-    if "attention" in parts:
-        print(
-            "Self-attention, B=30, T=200, d_model=512, h=8 (median seconds; ratio to "
-            "nn.MultiheadAttention)"
-        )
-        _print_table(
-            compare_attention(device=device, repeats=args.repeats),
-            [
-                ("variant", "variant", "s"),
-                ("forward_s", "forward", ".4f"),
-                ("forward_ratio", "x", ".2f"),
-                ("forward_backward_s", "fwd+bwd", ".4f"),
-                ("forward_backward_ratio", "x", ".2f"),
-            ],
-        )
-    if "growth" in parts:
-        print("\nGrowth with T, B=4, d_model=256, h=4 (forward, median seconds)")
-        _print_table(
-            attention_growth(device=device, repeats=max(3, args.repeats // 2)),
-            [
-                ("T", "T", "d"),
-                ("weights_MiB", "weights MiB", ".1f"),
-                ("fast_s", "fast", ".4f"),
-                ("explicit_s", "explicit", ".4f"),
-            ],
-        )
-    if "memory" in parts:
-        print(
-            "\nPeak memory of one forward above its inputs, B=4, d_model=256, h=4 (MiB, "
-            f"measured on {device.type})"
-        )
-        _print_table(
-            attention_memory(device=device),
-            [
-                ("T", "T", "d"),
-                ("weights_MiB", "weights MiB", ".1f"),
-                ("fast_peak_MiB", "fast peak", ".1f"),
-                ("explicit_peak_MiB", "explicit peak", ".1f"),
-            ],
-        )
-    if "beam" in parts:
-        speed = beam_search_speed(device=device, repeats=max(1, args.repeats // 3))
-        print(
-            "\nBeam search, W=4, max_len=11, 64 date sources, untrained cpu_small model "
-            f"(median seconds; both modes return the same outputs: {speed[0]['same_outputs']})"
-        )
-        _print_table(
-            speed,
-            [
-                ("mode", "mode", "s"),
-                ("seconds", "seconds", ".3f"),
-                ("sentences_per_s", "sentences/s", ".1f"),
-                ("speedup", "x", ".1f"),
-            ],
-        )
-    if "gqa" in parts:
-        print(
-            "\nGrouped-query attention: Llama-like LM, d_model=768, h=12, 4 layers, untrained; "
-            "cached greedy generation of 64 tokens after 16, batch 8 (KV-cache bytes per token in "
-            "fp32; median ms per generated token)"
-        )
-        _print_table(
-            grouped_query_decoding(device=device, repeats=max(1, args.repeats // 3)),
-            [
-                ("kind", "key/value heads", "s"),
-                ("kv_heads", "h_kv", "d"),
-                ("cache_bytes_per_token", "cache bytes/token", ",d"),
-                ("ms_per_token", "ms/token", ".2f"),
-            ],
-        )
-    if "throughput" in parts:
-        print(
-            f"\nTraining throughput on {device.type}, threads: {torch.get_num_threads()} (source + "
-            "target tokens per second, padding not counted; a few steps, so a rough figure)"
-        )
-        _print_table(
-            training_throughput(device=device),
-            [
-                ("task", "task", "s"),
-                ("batch", "batch", "s"),
-                ("tokens_per_s", "tokens/s", ".0f"),
-                ("s_per_step", "s/step", ".3f"),
-            ],
-        )
-    if "precision" in parts:
-        print(
-            f"\nMixed precision on {device_name(device)}: one Trainer step (forward, loss, "
-            "backward, Adam) in each precision (median ms; speed-up over float32 in the same case)"
-        )
-        rows = mixed_precision_steps(device=device, repeats=max(3, args.repeats // 2))
-        for row in rows:
-            if row["ms_per_step"] is None:
-                print(f"  {row['case']:36s} {row['precision']:5s} not run: {row['unsupported']}")
-            else:
-                print(
-                    f"  {row['case']:36s} {row['precision']:5s} {row['ms_per_step']:9.2f} ms   "
-                    f"x{row['speedup']:.2f}"
-                )
-    if "sdpa" in parts and device.type == "cuda":
-        print("\nFused attention backends, causal, B=4, h=16, T=4096, d_k=64, float16")
-        _print_table(
-            sdpa_backends(device, repeats=args.repeats),
-            [("backend", "backend", "s"), ("ms", "ms", ".2f"), ("extra_MiB", "extra MiB", ".1f")],
-        )
-    if "share" in parts:
-        dtypes = [torch.float32] + ([torch.bfloat16] if device.type == "cuda" else [])
-        print(
-            "\nSelf-attention forward (B=30, T=200, d_model=512, h=8) as a share of the best "
-            f"square-GEMM rate on {device_name(device)}, same dtype"
-        )
-        for dtype in dtypes:
-            _print_table(
-                attention_gemm_share(device=device, dtype=dtype, repeats=args.repeats),
-                [
-                    ("variant", "variant", "s"),
-                    ("dtype", "dtype", "s"),
-                    ("GFLOP_per_s", "GFLOP/s", ".1f"),
-                    ("gemm_GFLOP_per_s", "GEMM GFLOP/s", ".1f"),
-                    ("share", "share", ".0%"),
-                ],
-            )
-    if "versus" in parts:
-        print(
-            f"\nTraining step, ours against a stock torch.nn.Transformer loop on "
-            f"{device_name(device)}, threads: {torch.get_num_threads()}: English-French at the CPU "
-            "recipe's size, the same batches (tokens per second, padding not counted)"
-        )
-        _print_table(
-            versus_torch_transformer(device=device, steps=max(5, 2 * args.repeats)),
-            [
-                ("loop", "loop", "s"),
-                ("parameters", "parameters", ",d"),
-                ("tokens_per_s", "tokens/s", ".0f"),
-                ("ratio", "x stock", ".2f"),
-            ],
-        )
+    for name, show in _SHOW.items():
+        if name in parts:
+            show(device, args.repeats)
 
 
 if __name__ == "__main__":
