@@ -58,8 +58,13 @@ def my_swiglu_width(d_model, d_ff, multiple_of):
 
 def my_repeat_kv(x, num_heads):
     """``(B, h_kv, T, d) -> (B, num_heads, T, d)``: each key/value head serves num_heads // h_kv
-    consecutive query heads."""
-    return x.repeat_interleave(num_heads // x.size(1), dim=1)
+    consecutive query heads: a new axis of g = num_heads // h_kv copies after h_kv (before it, the
+    heads would tile 0, 1, 0, 1), merged with h_kv by one reshape."""
+    batch, h_kv, length, d = x.shape
+    g = num_heads // h_kv
+    # (B, h_kv, g, T, d): a view, no copy until the reshape
+    grouped = x[:, :, None].expand(batch, h_kv, g, length, d)
+    return grouped.reshape(batch, num_heads, length, d)  # (B, num_heads, T, d)
 
 
 def my_kv_heads_for_budget(config, budget_bytes, dtype):
@@ -128,6 +133,6 @@ WRONG_ANSWERS = {
     "MyRMSNorm": (_MeanSubtracted, "you subtracted the mean"),
     "my_rotary_attention": (_values_rotated, "the values were rotated too"),
     "my_swiglu_width": (lambda d, d_ff, m: m * math.ceil(8 / 3 * d / m), "Llama rule"),
-    "my_repeat_kv": (_tiled, "`repeat`, which tiles"),
+    "my_repeat_kv": (_tiled, "the order 0, 1, 0, 1"),
     "my_kv_heads_for_budget": (_not_a_divisor, "does not divide num_heads"),
 }

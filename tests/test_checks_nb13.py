@@ -307,3 +307,124 @@ def test_hostile_input_to_the_width_check_gives_a_message(code):
     result = tl.checks.check_swiglu_width(code)
     assert isinstance(result, tl.checks.CheckResult) and not result
     assert result.message.startswith("❌"), result.message
+
+
+# --- read13: plausible wrong answers that passed or got a hint naming another problem -------------
+
+
+def _budget_answer(*, heads=None, power_of_two=False, bits=False, d_model=False, error=ValueError):
+    """A student's budget answer written by hand, with one of the read13 report's mistakes."""
+
+    def answer(config, budget_bytes, dtype):
+        h = config.num_heads
+        d_k = config.d_model if d_model else config.d_model // h
+        size = torch.finfo(dtype).bits if bits else torch.empty((), dtype=dtype).element_size()
+        per_head = 2 * config.num_layers * d_k * size
+        fit = [
+            k
+            for k in (heads(h) if heads else range(1, h + 1))
+            if h % k == 0
+            and (not power_of_two or k & (k - 1) == 0)
+            and k * per_head <= budget_bytes
+        ]
+        if not fit:
+            raise error("no head fits")
+        return max(fit)
+
+    return answer
+
+
+def test_the_hand_written_budget_answer_passes():
+    assert tl.checks.check_kv_heads_for_budget(_budget_answer())
+
+
+def test_never_trying_all_heads_is_named():
+    """``range(1, num_heads)`` passed every case before one where all 8 heads fit."""
+    result = tl.checks.check_kv_heads_for_budget(_budget_answer(heads=lambda h: range(1, h)))
+    assert not result and "range(1, num_heads)" in result.message, result.message
+
+
+def test_powers_of_two_only_is_named_not_the_exact_budget():
+    result = tl.checks.check_kv_heads_for_budget(_budget_answer(power_of_two=True))
+    assert not result and "powers of two only" in result.message, result.message
+    assert "<=" not in result.message
+
+
+def test_a_strict_budget_still_gets_the_exact_budget_hint():
+    def strict(config, budget_bytes, dtype):
+        return solution.my_kv_heads_for_budget(config, budget_bytes - 1, dtype)
+
+    result = tl.checks.check_kv_heads_for_budget(strict)
+    assert not result and "use `<=`, not `<`" in result.message, result.message
+
+
+@pytest.mark.parametrize("mistake", ["bits", "d_model"])
+def test_a_per_head_count_too_large_to_fit_is_named(mistake):
+    """Bits instead of bytes, or d_model instead of d_k: one head's count exceeds the budget, so
+    the answer raises; the message names the count, not only the raise."""
+    result = tl.checks.check_kv_heads_for_budget(_budget_answer(**{mistake: True}))
+    assert not result and "one head's bytes is too large" in result.message, result.message
+    assert "not bits" in result.message and "not d_model" in result.message
+
+
+@pytest.mark.parametrize("error", [RuntimeError, AssertionError])
+def test_another_error_where_no_head_fits_asks_for_a_value_error(error):
+    result = tl.checks.check_kv_heads_for_budget(_budget_answer(error=error))
+    assert not result and f"raised {error.__name__}" in result.message, result.message
+    assert "asks for a ValueError" in result.message
+
+
+def test_changing_the_frozen_config_names_replace():
+    def mutating(config, budget_bytes, dtype):
+        k = solution.my_kv_heads_for_budget(config, budget_bytes, dtype)
+        config.n_kv_heads = k
+        return k
+
+    result = tl.checks.check_kv_heads_for_budget(mutating)
+    assert not result and "config.replace(n_kv_heads=k)" in result.message, result.message
+
+
+def test_truncating_two_thirds_of_d_ff_first_is_named():
+    """``int(2 * d_ff / 3)`` before the nearest multiple (Meta's code truncates) passed every case
+    before (12, 10, 4): 6.67 becomes 6, a tie, and 4 where 8 is closest."""
+
+    def truncated(d_model, d_ff, multiple_of):
+        target = int(2 * d_ff / 3)
+        below = target // multiple_of * multiple_of
+        closer = below if target - below <= below + multiple_of - target else below + multiple_of
+        return max(multiple_of, closer)
+
+    assert nb13._swiglu_width(12, 10, 4) == 8 and truncated(12, 10, 4) == 4
+    result = tl.checks.check_swiglu_width(truncated)
+    assert not result and "truncated 2 d_ff / 3" in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    "ties_up",
+    [
+        lambda x: math.floor(x + 0.5),
+        lambda x: math.floor(x) + (x - math.floor(x) >= 0.5),  # `>=` where `>` belongs
+    ],
+    ids=["floor(x + 0.5)", "comparison"],
+)
+def test_a_tie_rounded_up_without_round_is_named_by_what_it_did(ties_up):
+    result = tl.checks.check_swiglu_width(lambda d, d_ff, m: m * max(1, ties_up(2 * d_ff / 3 / m)))
+    assert not result and "your width is the larger" in result.message, result.message
+    assert "halfway between 4 and 8" in result.message
+
+
+def test_the_repeat_kv_hints_never_recommend_the_forbidden_functions():
+    hints = [mistake.hint for mistake in nb13.REPEAT_KV.mistakes] + [nb13.REPEAT_KV.hint]
+    assert not any("repeat_interleave(" in hint or ".repeat(" in hint for hint in hints)
+
+
+def test_an_expand_with_the_new_axis_before_h_kv_is_named_as_tiling():
+    """Exercise 4 leaves the place of the new axis to the learner: the wrong place tiles."""
+
+    def axis_first(x, num_heads):
+        b, h_kv, t, d = x.shape
+        return x[:, None].expand(b, num_heads // h_kv, h_kv, t, d).reshape(b, num_heads, t, d)
+
+    result = tl.checks.check_repeat_kv(axis_first)
+    assert not result and "0, 1, 0, 1" in result.message, result.message
+    assert "new axis after h_kv" in result.message

@@ -8,6 +8,7 @@ right: the check of rotary attention accepts either and names the one it found, 
 mistake in either layout.
 """
 
+import dataclasses
 import math
 from collections.abc import Callable
 from functools import partial
@@ -458,12 +459,13 @@ REPEAT_KV = Entry(
     _repeat_cases,
     [
         Mistake(
-            "the heads came out in the order 0, 1, 0, 1 (`repeat`, which tiles); "
-            "tl.MultiHeadAttention (and Hugging Face's `repeat_kv`) groups consecutive query "
-            "heads: query heads 0 and 1 read key/value head 0, heads 2 and 3 read head 1, so the "
-            "order is 0, 0, 1, 1. Hint: `x.repeat_interleave(num_heads // h_kv, dim=1)`. (Either "
-            "grouping trains, but weights copied from a checkpoint only work with the one it "
-            "used.)",
+            "the heads came out in the order 0, 1, 0, 1 (tiled: `repeat` does this, and so does "
+            "an `expand` whose new axis comes before h_kv); tl.MultiHeadAttention (and Hugging "
+            "Face's `repeat_kv`) groups consecutive query heads: query heads 0 and 1 read "
+            "key/value head 0, heads 2 and 3 read head 1, so the order is 0, 0, 1, 1. Hint: put "
+            "the new axis after h_kv, `x[:, :, None].expand(B, h_kv, g, T, d).reshape(B, "
+            "num_heads, T, d)`. (Either grouping trains, but weights copied from a checkpoint "
+            "only work with the one it used.)",
             lambda x, n: x.repeat(1, n // x.size(1), 1, 1),
         ),
         Mistake(
@@ -472,8 +474,8 @@ REPEAT_KV = Entry(
             lambda x, n: x.repeat_interleave(n, dim=1),
         ),
     ],
-    "Hint: query head i reads key/value head i // (num_heads // h_kv): "
-    "`x.repeat_interleave(num_heads // h_kv, dim=1)`.",
+    "Hint: query head i reads key/value head i // g, g = num_heads // h_kv: "
+    "`x[:, :, None].expand(B, h_kv, g, T, d).reshape(B, num_heads, T, d)`.",
     "each key/value head serves a block of num_heads // h_kv consecutive query heads, as in "
     "tl.MultiHeadAttention.",
 )
@@ -492,10 +494,12 @@ def _kv_heads_for_budget(
     fits=None,
     divides=True,
     smallest=False,
+    allowed=None,
 ):
     """The reference (its knobs write the known mistakes): the most key/value heads, a divisor of
     ``num_heads``, whose cache grows by at most ``budget_bytes`` per token; a ValueError, as the
-    notebook asks, when not even one head's cache fits."""
+    notebook asks, when not even one head's cache fits. ``allowed(k, num_heads)`` narrows the
+    numbers tried (a mistake that never tries ``num_heads``, or tries powers of two only)."""
     size = bytes_of if bytes_of is not None else torch.empty((), dtype=dtype).element_size()
     d_k = config.d_model // config.num_heads
     per_head = factor * (config.num_layers if layers else 1) * d_k * size
@@ -503,7 +507,9 @@ def _kv_heads_for_budget(
     candidates = [
         k
         for k in range(1, config.num_heads + 1)
-        if (not divides or config.num_heads % k == 0) and fits(k * per_head)
+        if (not divides or config.num_heads % k == 0)
+        and (allowed is None or allowed(k, config.num_heads))
+        and fits(k * per_head)
     ]
     if not candidates:
         raise ValueError(
@@ -531,9 +537,19 @@ def _budget_cases() -> list[Case]:
             (small, 2000, torch.float16),
             "for h=8, 4 layers, d_model=128, a budget of 2000 bytes, float16",
         ),
+        # all 8 heads fit (4096 bytes): the answer is num_heads itself
+        Case(
+            (small, 10**6, torch.float32),
+            "for h=8, 4 layers, d_model=128, a budget of 1000000 bytes, float32",
+        ),
         Case(
             (wide, 1400, torch.float32),
             "for h=12, 2 layers, d_model=192, a budget of 1400 bytes, float32",
+        ),
+        # 7 heads fit: the answer is 6, not a power of two (4)
+        Case(
+            (wide, 2000, torch.float32),
+            "for h=12, 2 layers, d_model=192, a budget of 2000 bytes, float32",
         ),
         Case(
             (wide, exact, torch.float32),
@@ -567,23 +583,49 @@ def _run_budget(code, case: Case):
     except ValueError:
         return _Raised
     except Failure as failure:
-        if isinstance(failure.__context__, ValueError):
+        raised = failure.__context__
+        if isinstance(raised, ValueError):
             return _Raised
+        if isinstance(raised, dataclasses.FrozenInstanceError):
+            raise Failure(
+                f"{case.about}: your choice tried to change the config "
+                f"({type(raised).__name__}: {_text(raised)[:80]}); an LMConfig is frozen. Hint: "
+                "`config.replace(n_kv_heads=k)` gives a copy with k key/value heads."
+            ) from None
+        if isinstance(raised, Exception) and not _fits(case):
+            raise Failure(
+                f"{case.about}: not even one key/value head's cache fits, and your choice raised "
+                f"{type(raised).__name__}: the notebook asks for a ValueError here. Hint: "
+                "`raise ValueError(...)` when no divisor fits (an `assert` raises "
+                "AssertionError)."
+            ) from None
         raise
+
+
+def _fits(case: Case) -> bool:
+    """Whether at least one key/value head's cache fits the case's budget (the reference)."""
+    try:
+        _kv_heads_for_budget(*case.args)
+    except ValueError:
+        return False
+    return True
 
 
 def _pick_budget(result, case: Case) -> dict:
     """The number of heads as one number; a ValueError where the notebook asks for one, and a named
     failure where a number and an error are swapped."""
-    try:
-        _kv_heads_for_budget(*case.args)
-        fits = True
-    except ValueError:
-        fits = False
+    fits = _fits(case)
     if result is _Raised and fits:
+        config, _, dtype = case.args
+        one_head = kv_cache_bytes_per_token(config.replace(n_kv_heads=1), dtype)
         raise Failure(
             f"{case.about}: your choice raised a ValueError, but at least one key/value head's "
-            "cache fits this budget. Hint: raise only when no divisor of num_heads fits."
+            f"cache fits this budget (one head costs {one_head} bytes per token), so your count "
+            "of one head's bytes is too large: it is 2 (keys and values) x num_layers x d_k x "
+            "bytes per number, with d_k = d_model // num_heads (not d_model) and bytes, not bits "
+            "(`torch.empty((), dtype=dtype).element_size()`). Hint: "
+            "`tl.kv_cache_bytes_per_token(config.replace(n_kv_heads=1), dtype)`; raise only when "
+            "no divisor of num_heads fits."
         )
     if result is _Raised:
         return {"number of key/value heads": torch.tensor(-1.0, dtype=torch.float64)}
@@ -643,10 +685,23 @@ KV_HEADS_FOR_BUDGET = Entry(
             partial(_kv_heads_for_budget, layers=False),
         ),
         Mistake(
+            "you never tried k = num_heads, where every query head keeps its own key/value head "
+            "(`range(1, num_heads)` stops before num_heads): here all of them fit. Hint: "
+            "`range(1, num_heads + 1)`.",
+            partial(_kv_heads_for_budget, allowed=lambda k, h: k < h),
+        ),
+        Mistake(
             "a cache that exactly meets the budget fits too: use `<=`, not `<`.",
             lambda config, budget, dtype: _kv_heads_for_budget(
                 config, budget, dtype, fits=lambda need: need < budget
             ),
+        ),
+        # after `<`: on the exact case both give 4; powers of two fail first on the case before it
+        Mistake(
+            "you tried powers of two only, but a divisor of num_heads need not be one: h = 12 has "
+            "divisors 1, 2, 3, 4, 6, 12. Hint: try every k from 1 to num_heads with "
+            "num_heads % k == 0.",
+            partial(_kv_heads_for_budget, allowed=lambda k, h: k & (k - 1) == 0),
         ),
     ],
     "Hint: try each divisor k of num_heads; the cache of k heads is `tl.kv_cache_bytes_per_token("
@@ -769,6 +824,15 @@ def _swiglu_width(d_model, d_ff, multiple_of, *, rounding="nearest", base=None, 
     return multiple_of * max(k, 1 if minimum else 0)
 
 
+def _swiglu_width_truncated(d_model, d_ff, multiple_of):
+    """Mistake: ``2 d_ff / 3`` truncated to an integer first (as ``int(2 * d_ff / 3)`` in Meta's
+    Llama code), then the nearest multiple, ties to the smaller."""
+    target = 2 * d_ff // 3
+    below = target // multiple_of
+    k = below + (multiple_of * (below + 1) - target < target - multiple_of * below)
+    return multiple_of * max(k, 1)
+
+
 _WIDTH_CASES = (  # (d_model, d_ff, multiple_of): what each case tells apart
     # d_ff = 2 d_model: 682.7 gives 768; 8/3 d_model (1365.3) would give 1280, Llama's rule 1536
     (512, 1024, 256),
@@ -777,6 +841,7 @@ _WIDTH_CASES = (  # (d_model, d_ff, multiple_of): what each case tells apart
     (512, 1536, 128),  # d_ff = 3 d_model: 1024 exactly
     (64, 256, 32),  # 170.7: 160
     (12, 9, 4),  # 6, halfway between 4 and 8: a tie goes to the smaller width
+    (12, 10, 4),  # 6.67: 8; truncated to 6 first, a tie, and the smaller width 4
     (16, 8, 64),  # 5.3: the nearest multiple is 0, which cannot be built
 )
 
@@ -796,10 +861,17 @@ SWIGLU_WIDTH = Entry(
     [
         # first: on the tie case Llama's round-up gives the same width, and fails earlier
         Mistake(
-            "on a tie Python's `round` rounds half to even, so here it picked the larger width; "
-            "the exercise asks for the smaller (fewer parameters). Compare the two candidates' "
-            "distances yourself.",
+            "here 2 d_ff / 3 = 6 lies halfway between 4 and 8, and your width is the larger; the "
+            "exercise asks for the smaller on a tie (fewer parameters). A tie goes up with "
+            "Python's `round` (half to even: round(1.5) is 2), with `floor(x + 0.5)`, or with "
+            "`<` where `<=` belongs. Compare the two candidates' distances yourself.",
             partial(_swiglu_width, rounding="even"),
+        ),
+        Mistake(
+            "you truncated 2 d_ff / 3 to an integer before rounding (here 6.67 became 6, a tie "
+            "between 4 and 8): the width closest to 6.67 is 8. Hint: compare the exact parameter "
+            "counts in whole numbers, 3 x width against 2 x d_ff.",
+            _swiglu_width_truncated,
         ),
         Mistake(
             "you rounded 2/3 d_ff up to the next multiple, as Meta's Llama code does "
