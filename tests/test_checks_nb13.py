@@ -428,3 +428,19 @@ def test_an_expand_with_the_new_axis_before_h_kv_is_named_as_tiling():
     result = tl.checks.check_repeat_kv(axis_first)
     assert not result and "0, 1, 0, 1" in result.message, result.message
     assert "new axis after h_kv" in result.message
+
+
+def test_code_that_replaces_the_reference_does_not_fail_the_next_answer():
+    """read13 finding 11: a hostile answer rebinds the module's reference; it fails, and a correct
+    answer checked after it in the same kernel still passes."""
+    original = nb13._kv_heads_for_budget
+
+    def hostile(config, budget_bytes, dtype):
+        nb13._kv_heads_for_budget = lambda *args: 1
+        return 1
+
+    try:
+        assert not tl.checks.check_kv_heads_for_budget(hostile)
+        assert tl.checks.check_kv_heads_for_budget(solution.my_kv_heads_for_budget)
+    finally:
+        nb13._kv_heads_for_budget = original

@@ -602,10 +602,11 @@ def _run_budget(code, case: Case):
         raise
 
 
-def _fits(case: Case) -> bool:
-    """Whether at least one key/value head's cache fits the case's budget (the reference)."""
+def _fits(case: Case, reference: Callable = _kv_heads_for_budget) -> bool:
+    """Whether at least one key/value head's cache fits the case's budget (the reference, bound
+    here so that student code that replaces the module's name does not change later checks)."""
     try:
-        _kv_heads_for_budget(*case.args)
+        reference(*case.args)
     except ValueError:
         return False
     return True
