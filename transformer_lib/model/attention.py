@@ -114,10 +114,7 @@ def _zero_hidden(
     if not keys:
         return q, k, v
     key_is_seen = mask.any(dim=-2)[..., None]  # (..., T_k, 1)
-    seen_k = torch.where(key_is_seen, k, 0.0)  # (..., T_k, d)
-    # keys and values read from one tensor (self- and cross-attention's tokens): zeroed once
-    seen_v = seen_k if v is k else torch.where(key_is_seen, v, 0.0)  # (..., T_k, d_v)
-    return q, seen_k, seen_v
+    return q, torch.where(key_is_seen, k, 0.0), torch.where(key_is_seen, v, 0.0)
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
