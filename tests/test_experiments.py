@@ -4,6 +4,7 @@ task it trains on keeps its held-out splits out of training by construction."""
 import csv
 import dataclasses
 import itertools
+import math
 import random
 import re
 import statistics
@@ -459,6 +460,12 @@ def test_paper_counterpart_makes_the_same_change():
     cpu = {row.name: ex.paper_counterpart(row) for row in ex.GRIDS["cpu"].rows}
     # 4x the base's h
     assert cpu["base"] == "base" and cpu["A h=1"] == "A h=1" and cpu["A h=16"] == "A h=32"
+    # our h = 1 (a quarter) is as far in ratio from the paper's h = 1 (an eighth) as from its h = 4
+    # (a half): the tie goes to the row with our value itself, not to the floats' last bit
+    assert math.log(1 / 4) - math.log(1 / 8) == pytest.approx(math.log(1 / 2) - math.log(1 / 4))
+    assert ex.paper_counterpart(ex.Row("A h=1", "A", {"num_heads": 1}), "cpu") == "A h=1"
+    flipped = ex.Row("A h=2", "A", {"num_heads": 2})  # a half: the paper's h = 4 (a half)
+    assert ex.paper_counterpart(flipped, "cpu") == "A h=4"
     # a quarter, a half
     assert cpu["B d_k=4"] == "B d_k=16" and cpu["C d_model=32"] == "C d_model=256"
     # fewer layers, more layers

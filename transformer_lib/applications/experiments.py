@@ -52,6 +52,7 @@ __all__ = [
     "PAPER_CSV",
     "read_csv",
     "evaluate",
+    "train_row",
     "run_one",
     "run_grid",
     "read_results",
@@ -296,7 +297,9 @@ _PAPER_FIELDS = {
 def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
     """The row of :data:`PAPER_TABLE3` that makes the same change as ``row`` does to its base: the
     same group, the same column moved the same way (up, down, to zero), and of those the closest
-    ratio to the base's value. ``"base"`` for the base row; None when the paper has no such row (a
+    ratio to the base's value; of two rows equally close in ratio, the one whose value is ours
+    (our h = 1, a quarter of our base's heads, is as far from the paper's h = 1, an eighth, as from
+    its h = 4, a half: h = 1). ``"base"`` for the base row; None when the paper has no such row (a
     change of several columns, say)."""
     grid = GRIDS[grid] if isinstance(grid, str) else grid
     if not row.changes:
@@ -308,16 +311,19 @@ def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
     ((key, value),) = row.changes.items()
     ours = value / ({"d_k": grid.base["d_model"] // grid.base["num_heads"]} | grid.base)[key]
     column, paper_base = _PAPER_FIELDS[key], paper_table3()["base"]
-    best, best_distance = None, math.inf
+    best, best_key = None, (math.inf, True)
     for name, paper in paper_table3().items():
         if name[0] != row.group or paper[column] == paper_base[column]:
             continue
         theirs = paper[column] / paper_base[column]
         if (ours == 0) != (theirs == 0) or (ours > 1) != (theirs > 1):
             continue
-        distance = 0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs))
-        if distance < best_distance:
-            best, best_distance = name, distance
+        # in ratio, rounded: 1/4 is as far from 1/8 as from 1/2, though the floats' last bits
+        # differ; a tie goes to the paper's row with our value itself (h = 1 next to h = 1)
+        distance = round(0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs)), 9)
+        key = (distance, paper[column] != value)
+        if key < best_key:
+            best, best_key = name, key
     return best
 
 
@@ -369,6 +375,31 @@ def evaluate(
     return math.log(ppl), ppl
 
 
+def train_row(
+    grid: Grid,
+    row: Row,
+    seed: int,
+    task: StringProgramTask | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+) -> Transformer:
+    """Train one row for one seed on the grid's budget and return the trained model: the path of
+    :func:`run_one`, without the scoring, for a notebook that looks into the model further.
+
+    The same path as :func:`~transformer_lib.training.train.train_task`
+    (:func:`~transformer_lib.training.train.make_trainer`, then :meth:`Trainer.fit`) on the grid's
+    budget and the row's label smoothing, on ``task``'s training batches.
+    """
+    task = task if task is not None else StringProgramTask()
+    config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+    recipe = _recipe(grid, row)
+    trainer = make_trainer(config, recipe, seed, device)
+    trainer.fit(
+        lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress
+    )
+    return trainer.model
+
+
 def run_one(
     grid: Grid,
     row: Row,
@@ -377,23 +408,15 @@ def run_one(
     device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> dict:
-    """Train one row for one seed on the grid's budget and return its CSV row (a dict over
-    :data:`COLUMNS`).
-
-    The same path as :func:`~transformer_lib.training.train.train_task`
-    (:func:`~transformer_lib.training.train.make_trainer`, then :meth:`Trainer.fit`) on the grid's
-    budget and the row's label smoothing. Scores come from ``task.valid_pairs`` and
+    """Train one row for one seed on the grid's budget (:func:`train_row`) and return its CSV row
+    (a dict over :data:`COLUMNS`). Scores come from ``task.valid_pairs`` and
     ``task.generalisation_pairs``.
     """
     task = task if task is not None else StringProgramTask()
     config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
     recipe = _recipe(grid, row)
     started, cpu_started = time.perf_counter(), time.process_time()
-    trainer = make_trainer(config, recipe, seed, device)
-    model = trainer.model
-    trainer.fit(
-        lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress
-    )
+    model = train_row(grid, row, seed, task, device, progress)
     dev_loss, dev_ppl = evaluate(model, task.valid_pairs, task.vocab)
     match = exact_match(model, task.valid_pairs, task.vocab)
     gen_match = (
