@@ -151,9 +151,7 @@ def _size_against_base(grid: ex.Grid, row: ex.Row, task: StringProgramTask) -> t
     return size, ex.same_shapes(grid, row)
 
 
-def _reference(
-    row: ex.Row, same_weights: bool, noise: dict, grid: ex.Grid
-) -> tuple[float, float, str]:
+def _reference(same_weights: bool, noise: dict, grid: ex.Grid) -> tuple[float, float, str]:
     """What the learner's seed-0 run is set against: the value, the standard deviation of the
     difference when nothing changes, and the words that say why.
 
@@ -223,7 +221,7 @@ def judge_own_row(
     noise = _base_and_noise(results, grid)
     task = task if task is not None else StringProgramTask()
     size, same_weights = _size_against_base(grid, row, task)
-    reference, sd, why = _reference(row, same_weights, noise, grid)
+    reference, sd, why = _reference(same_weights, noise, grid)
     ppl = ex.run_one(grid, row, 0, task)["dev_ppl"]
     difference = ppl - reference
     outcome = "same" if abs(difference) <= 2 * sd else ("lower" if difference < 0 else "higher")
