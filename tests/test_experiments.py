@@ -4,8 +4,10 @@ task it trains on keeps its held-out splits out of training by construction."""
 import csv
 import dataclasses
 import itertools
+import math
 import random
 import re
+import statistics
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ from transformer_lib import experiments as ex
 from transformer_lib.model.transformer import Transformer, TransformerConfig, count_parameters
 from transformer_lib.teaching.checks.nb10_paper_experiments import judge_own_row
 from transformer_lib.training.data import StringProgramTask
+from transformer_lib.training.train import make_trainer
 
 MICRO = ex.Grid(
     "micro",
@@ -266,13 +269,11 @@ def _micro_results(rows=(("base", (9.0, 9.5, 10.0)), ("A h=1", (9.2, 9.6, 10.4))
 
 def test_judge_own_row_trains_the_row_and_reports_the_prediction():
     task = StringProgramTask(num_test=1, num_valid=20, num_gen=20)
-    row = ex.Row("mine", "C", {"d_ff": 64})
+    row = ex.Row("mine", "C", {"d_ff": 64})  # a new shape: judged against the base's mean
     message = judge_own_row((row, "Lower"), _micro_results(), grid=MICRO, task=task)
-    assert "'mine'" in message and "dev perplexity" in message and "9.500 ± 0.500" in message
-    # judged against the base's seed 0 (9.000), with the noise of a paired difference: the sd of
-    # A h=1 - base over the seeds (0.2, 0.1, 0.4)
-    assert "the base's seed 0 (the same batches) reached 9.000" in message
-    assert "typically varies by 0.153" in message
+    assert "'mine'" in message and "dev perplexity" in message
+    assert "compared with the base's mean over 3 seeds (9.500 ± 0.500" in message
+    assert "its seed 0 alone reached 9.000" in message and "same batches" not in message
     message = judge_own_row(({"d_ff": 64}, 5.0), _micro_results(), grid=MICRO, task=task)
     assert "you predicted 5.00" in message
 
@@ -305,18 +306,71 @@ def test_judge_own_row_names_what_is_wrong(answer, words):
 def test_judge_own_row_needs_committed_base_runs():
     with pytest.raises(ValueError, match="fewer than two seeds"):
         judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), [], grid=MICRO)
+    # a same-shape row needs the noise of a paired difference: a same-shape row with seeds
     only_base = _micro_results(rows=(("base", (9.0, 9.5, 10.0)),))
-    with pytest.raises(ValueError, match="no row of grid 'micro' with two or more seeds paired"):
-        judge_own_row((ex.Row("x", "C", {"d_ff": 64}), "lower"), only_base, grid=MICRO)
+    with pytest.raises(ValueError, match="no row of grid 'micro' with the base's shapes"):
+        judge_own_row((ex.Row("x", "D", {"dropout": 0.2}), "lower"), only_base, grid=MICRO)
 
 
-def test_judge_own_row_compares_with_the_same_seed_of_the_base(monkeypatch):
-    """Seed 0 of the base is far above its mean here: a row 0.05 above base seed 0 is "same"
-    (paired), though it is far above the base's mean."""
+def test_judge_own_row_compares_a_same_shape_row_with_the_same_seed_of_the_base(monkeypatch):
+    """Seed 0 of the base is far above its mean here: a same-shape row (its seed 0 starts from the
+    base's seed-0 weights) 0.05 above base seed 0 is "same" (paired), though far above the mean."""
     results = _micro_results(rows=(("base", (11.0, 9.0, 9.1)), ("A h=1", (11.1, 9.2, 9.1))))
     monkeypatch.setattr(ex, "run_one", lambda *args, **kwargs: {"dev_ppl": 11.05})
-    message = judge_own_row(({"d_ff": 64}, "same"), results, grid=MICRO)
-    assert "a difference of +0.050" in message and "'same' (as you predicted)" in message
+    message = judge_own_row(({"dropout": 0.2}, "same"), results, grid=MICRO)
+    assert "compared with the base's seed 0 (11.000)" in message
+    assert "difference of +0.050 is 'same' (as you predicted)" in message
+
+
+def test_judge_own_row_compares_a_new_shape_with_the_base_mean_fairly(monkeypatch):
+    """A row that changes shapes pairs with no seed of the base: it is set against the base's mean
+    over seeds, not its (worst) seed 0, with the noise of one run next to a mean of three, so the
+    band is centred and each prediction is judged alike."""
+    base = (9.6, 9.0, 9.0)  # seed 0 is the worst; mean 9.2, sd 0.346
+    results = _micro_results(rows=(("base", base), ("A h=1", (9.8, 9.2, 9.3))))
+    seed_std = statistics.median([statistics.stdev(base), statistics.stdev((9.8, 9.2, 9.3))])
+    band = 2 * (seed_std**2 + statistics.variance(base) / 3) ** 0.5
+    for ppl, outcome in [
+        (9.2 - band - 0.01, "lower"),
+        (9.55, "same"),
+        (9.2 + band + 0.01, "higher"),
+    ]:
+        monkeypatch.setattr(ex, "run_one", lambda *args, ppl=ppl, **kwargs: {"dev_ppl": ppl})
+        for prediction in ("lower", "same", "higher"):
+            message = judge_own_row(({"d_ff": 64}, prediction), results, grid=MICRO)
+            assert "compared with the base's mean over 3 seeds (9.200" in message, message
+            assert f"is '{outcome}'" in message, message
+            assert ("as you predicted" in message) == (prediction == outcome), message
+
+
+def test_same_shapes_decides_which_seeds_share_initial_weights():
+    """Rows with the base's parameter shapes draw the base's initial weights from the same seed;
+    rows that change a shape draw others (the reason only the former are paired)."""
+    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
+    grid = ex.GRIDS["cpu"]
+    same = {row.name: ex.same_shapes(grid, row) for row in grid.rows}
+    assert [name for name, keeps in same.items() if keeps] == [
+        "base",
+        "A h=1",
+        "A h=16",
+        "D P_drop=0.0",
+        "D eps_ls=0.0",
+        "D eps_ls=0.2",
+    ]
+
+    def weights(name):
+        row = grid.row(name)
+        config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
+        return dict(make_trainer(config, ex._recipe(grid, row), 0, "cpu").model.named_parameters())
+
+    base = weights("base")
+    for name in ("A h=1", "D P_drop=0.0", "B d_k=4", "C d_ff=1024"):
+        row = weights(name)
+        identical = all(
+            key in row and row[key].shape == p.shape and torch.equal(row[key], p)
+            for key, p in base.items()
+        )
+        assert identical == same[name], name
 
 
 def test_student_t_p_matches_tabulated_values():
@@ -351,11 +405,28 @@ def test_paired_and_welch_tests_and_holm():
     )
 
 
-def test_compare_with_base_pairs_the_runs_by_seed():
-    rows = ex.compare_with_base(_micro_results(), grid="micro")
-    assert [r["config"] for r in rows] == ["A h=1"] and rows[0]["seeds"] == [0, 1, 2]
-    assert rows[0]["differences"] == pytest.approx([0.2, 0.1, 0.4])
-    assert rows[0]["holm_p"] == rows[0]["p"] and rows[0]["sign_flip_p"] == 0.25
+def test_compare_with_base_pairs_same_shape_rows_and_uses_welch_for_the_others():
+    grid = dataclasses.replace(MICRO, rows=(*MICRO.rows, ex.Row("C d_ff=64", "C", {"d_ff": 64})))
+    results = _micro_results(
+        rows=(
+            ("base", (9.0, 9.5, 10.0)),
+            ("A h=1", (9.2, 9.6, 10.4)),
+            ("C d_ff=64", (9.4, 9.0, 9.2)),
+        )
+    )
+    rows = {r["config"]: r for r in ex.compare_with_base(results, grid=grid)}
+    paired, welch = rows["A h=1"], rows["C d_ff=64"]
+    assert paired["paired"] and paired["test"] == "paired" and paired["seeds"] == [0, 1, 2]
+    assert paired["differences"] == pytest.approx([0.2, 0.1, 0.4])
+    assert (
+        paired["p"] == pytest.approx(ex.paired_t_test([9.2, 9.6, 10.4], [9.0, 9.5, 10.0])["p"])
+        and paired["sign_flip_p"] == 0.25
+    )
+    assert not welch["paired"] and welch["test"] == "Welch" and welch["sign_flip_p"] is None
+    assert welch["p"] == pytest.approx(ex.welch_t_test([9.4, 9.0, 9.2], [9.0, 9.5, 10.0])["p"])
+    assert welch["differences"] == pytest.approx([-0.1, -0.5, -0.3]) and welch["sd"] is None
+    holm = ex.holm({"A h=1": paired["p"], "C d_ff=64": welch["p"]})
+    assert {name: r["holm_p"] for name, r in rows.items()} == pytest.approx(holm)
     with pytest.raises(ValueError, match="no 'base' row"):
         ex.compare_with_base(_micro_results(), grid="cpu")
 
@@ -389,6 +460,12 @@ def test_paper_counterpart_makes_the_same_change():
     cpu = {row.name: ex.paper_counterpart(row) for row in ex.GRIDS["cpu"].rows}
     # 4x the base's h
     assert cpu["base"] == "base" and cpu["A h=1"] == "A h=1" and cpu["A h=16"] == "A h=32"
+    # our h = 1 (a quarter) is as far in ratio from the paper's h = 1 (an eighth) as from its h = 4
+    # (a half): the tie goes to the row with our value itself, not to the floats' last bit
+    assert math.log(1 / 4) - math.log(1 / 8) == pytest.approx(math.log(1 / 2) - math.log(1 / 4))
+    assert ex.paper_counterpart(ex.Row("A h=1", "A", {"num_heads": 1}), "cpu") == "A h=1"
+    flipped = ex.Row("A h=2", "A", {"num_heads": 2})  # a half: the paper's h = 4 (a half)
+    assert ex.paper_counterpart(flipped, "cpu") == "A h=4"
     # a quarter, a half
     assert cpu["B d_k=4"] == "B d_k=16" and cpu["C d_model=32"] == "C d_model=256"
     # fewer layers, more layers

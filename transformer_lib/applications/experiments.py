@@ -46,11 +46,13 @@ __all__ = [
     "PAPER_TABLE3",  # noqa: F822 (read on first use, through the module's __getattr__)
     "paper_table3",
     "paper_counterpart",
+    "same_shapes",
     "COLUMNS",
     "COMMITTED_CSV",
     "PAPER_CSV",
     "read_csv",
     "evaluate",
+    "train_row",
     "run_one",
     "run_grid",
     "read_results",
@@ -295,7 +297,9 @@ _PAPER_FIELDS = {
 def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
     """The row of :data:`PAPER_TABLE3` that makes the same change as ``row`` does to its base: the
     same group, the same column moved the same way (up, down, to zero), and of those the closest
-    ratio to the base's value. ``"base"`` for the base row; None when the paper has no such row (a
+    ratio to the base's value; of two rows equally close in ratio, the one whose value is ours
+    (our h = 1, a quarter of our base's heads, is as far from the paper's h = 1, an eighth, as from
+    its h = 4, a half: h = 1). ``"base"`` for the base row; None when the paper has no such row (a
     change of several columns, say)."""
     grid = GRIDS[grid] if isinstance(grid, str) else grid
     if not row.changes:
@@ -307,16 +311,19 @@ def paper_counterpart(row: Row, grid: Grid | str = "cpu") -> str | None:
     ((key, value),) = row.changes.items()
     ours = value / ({"d_k": grid.base["d_model"] // grid.base["num_heads"]} | grid.base)[key]
     column, paper_base = _PAPER_FIELDS[key], paper_table3()["base"]
-    best, best_distance = None, math.inf
+    best, best_key = None, (math.inf, True)
     for name, paper in paper_table3().items():
         if name[0] != row.group or paper[column] == paper_base[column]:
             continue
         theirs = paper[column] / paper_base[column]
         if (ours == 0) != (theirs == 0) or (ours > 1) != (theirs > 1):
             continue
-        distance = 0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs))
-        if distance < best_distance:
-            best, best_distance = name, distance
+        # in ratio, rounded: 1/4 is as far from 1/8 as from 1/2, though the floats' last bits
+        # differ; a tie goes to the paper's row with our value itself (h = 1 next to h = 1)
+        distance = round(0.0 if ours == 0 else abs(math.log(ours) - math.log(theirs)), 9)
+        key = (distance, paper[column] != value)
+        if key < best_key:
+            best, best_key = name, key
     return best
 
 
@@ -336,6 +343,24 @@ def _recipe(grid: Grid, row: Row) -> TrainingRecipe:
     return TrainingRecipe(grid.steps, grid.batch_size, grid.lr, grid.warmup, eps_ls)
 
 
+def same_shapes(grid: Grid | str, row: Row) -> bool:
+    """Whether ``row``'s parameters have the same names and shapes, in the same order, as the
+    grid's base row's. Then seed ``s`` draws the same initial weights for both (the same draws of
+    the random generator fill the same tensors), and seed ``s`` of the row and of the base are a
+    pair; a row that changes a shape (``d_k``, ``N``, ``d_model``, ``d_ff``, learned positions)
+    draws other weights from the same seed, and its seeds pair with nothing. Built on the meta
+    device (no memory) with a nominal vocabulary: both models share the task's, whose size changes
+    no comparison."""
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
+
+    def shapes(of: Row) -> list[tuple[str, torch.Size]]:
+        with torch.device("meta"):
+            model = Transformer(_config(grid, of, vocab_size=16, pad_id=0))
+        return [(name, p.shape) for name, p in model.named_parameters()]
+
+    return shapes(row) == shapes(grid.row("base"))
+
+
 def evaluate(
     model: Transformer, pairs: Sequence[tuple[str, str]], vocab, batch_size: int = 500
 ) -> tuple[float, float]:
@@ -350,6 +375,31 @@ def evaluate(
     return math.log(ppl), ppl
 
 
+def train_row(
+    grid: Grid,
+    row: Row,
+    seed: int,
+    task: StringProgramTask | None = None,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+) -> Transformer:
+    """Train one row for one seed on the grid's budget and return the trained model: the path of
+    :func:`run_one`, without the scoring, for a notebook that looks into the model further.
+
+    The same path as :func:`~transformer_lib.training.train.train_task`
+    (:func:`~transformer_lib.training.train.make_trainer`, then :meth:`Trainer.fit`) on the grid's
+    budget and the row's label smoothing, on ``task``'s training batches.
+    """
+    task = task if task is not None else StringProgramTask()
+    config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
+    recipe = _recipe(grid, row)
+    trainer = make_trainer(config, recipe, seed, device)
+    trainer.fit(
+        lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress
+    )
+    return trainer.model
+
+
 def run_one(
     grid: Grid,
     row: Row,
@@ -358,23 +408,15 @@ def run_one(
     device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> dict:
-    """Train one row for one seed on the grid's budget and return its CSV row (a dict over
-    :data:`COLUMNS`).
-
-    The same path as :func:`~transformer_lib.training.train.train_task`
-    (:func:`~transformer_lib.training.train.make_trainer`, then :meth:`Trainer.fit`) on the grid's
-    budget and the row's label smoothing. Scores come from ``task.valid_pairs`` and
+    """Train one row for one seed on the grid's budget (:func:`train_row`) and return its CSV row
+    (a dict over :data:`COLUMNS`). Scores come from ``task.valid_pairs`` and
     ``task.generalisation_pairs``.
     """
     task = task if task is not None else StringProgramTask()
     config = _config(grid, row, len(task.vocab), task.vocab.pad_id)
     recipe = _recipe(grid, row)
     started, cpu_started = time.perf_counter(), time.process_time()
-    trainer = make_trainer(config, recipe, seed, device)
-    model = trainer.model
-    trainer.fit(
-        lambda step: task.train_batch(step, recipe.batch_size), recipe.steps, progress=progress
-    )
+    model = train_row(grid, row, seed, task, device, progress)
     dev_loss, dev_ppl = evaluate(model, task.valid_pairs, task.vocab)
     match = exact_match(model, task.valid_pairs, task.vocab)
     gen_match = (
@@ -547,11 +589,12 @@ def spread_vs_noise(summary: Sequence[dict]) -> dict:
 
 # --- statistics: tests that fit a grid of seeded runs ---------------------------------------------
 #
-# Every run of a row with seed s trains on the same batches as every other row's seed s (the task
-# draws the batch of step s from s alone), and rows of the base's shape also start from the same
-# initial weights: the runs are paired by seed. The test that fits is a paired t-test on the
-# per-seed differences. scipy is not a dependency: Student's t comes from the regularized incomplete
-# beta function, computed below by its continued fraction.
+# Every run of every row, whatever its seed, trains on the same batches (the task draws the batch of
+# step s from s alone), so the batches pair nothing. What pairs seed s of a row with seed s of the
+# base is the seed's initial weights (and dropout stream), and only when the row's parameters have
+# the base's shapes (same_shapes): those rows get a paired t-test on the per-seed differences, the
+# others Welch's unpaired test. scipy is not a dependency: Student's t comes from the regularized
+# incomplete beta function, computed below by its continued fraction.
 
 
 def _incomplete_beta(a: float, b: float, x: float) -> float:
@@ -676,27 +719,53 @@ def holm(p_values: dict[str, float]) -> dict[str, float]:
 
 
 def compare_with_base(
-    results: Iterable[dict], grid: str = "cpu", metric: str = "dev_ppl", base: str = "base"
+    results: Iterable[dict], grid: Grid | str = "cpu", metric: str = "dev_ppl", base: str = "base"
 ) -> list[dict]:
-    """Every other row of ``grid`` against ``base``, paired by seed (:func:`paired_t_test` on
-    row - base for the seeds both have), in the grid's order: the row, its seeds, the mean
-    difference, the per-seed differences, t, df, p, Holm's p over all the rows, and the exact
-    sign-flip p (:func:`sign_flip_p`)."""
+    """Every other row of ``grid`` against ``base``, in the grid's order, with the test its design
+    calls for.
+
+    A row with the base's parameter shapes (:func:`same_shapes`) starts seed ``s`` from the base's
+    seed-``s`` weights: :func:`paired_t_test` on row - base for the seeds both have, and the exact
+    sign-flip p (:func:`sign_flip_p`). Any other row (and a row the grid does not define) shares
+    nothing with the base's seeds but the batches, which every seed shares: :func:`welch_t_test`
+    of the row's seeds against the base's, and no sign-flip p (None).
+
+    Returns:
+        One dict per row: ``config``, ``paired`` (True for the paired test), ``test`` ("paired" or
+        "Welch"), ``seeds``, ``differences`` (row - base seed by seed when paired, else each of the
+        row's seeds minus the base's mean), their ``mean``, ``sd`` (of the paired differences;
+        None when unpaired), ``t``, ``df``, ``p``, ``sign_flip_p`` and Holm's p over all the rows
+        (``holm_p``).
+    """
+    grid = GRIDS[grid] if isinstance(grid, str) else grid
     runs: dict[str, dict[int, float]] = {}
     for r in results:
-        if r["grid"] == grid:
+        if r["grid"] == grid.name:
             runs.setdefault(r["config"], {})[r["seed"]] = r[metric]
     if base not in runs:
-        raise ValueError(f"the results hold no {base!r} row of grid {grid!r}")
-    order = {row.name: i for i, row in enumerate(GRIDS[grid].rows)} if grid in GRIDS else {}
+        raise ValueError(f"the results hold no {base!r} row of grid {grid.name!r}")
+    rows = {row.name: row for row in grid.rows}
+    order = {name: i for i, name in enumerate(rows)}
     comparisons = []
     for name in sorted(runs, key=lambda n: order.get(n, len(order))):
         if name == base:
             continue
-        seeds = sorted(set(runs[name]) & set(runs[base]))
-        test = paired_t_test([runs[name][s] for s in seeds], [runs[base][s] for s in seeds])
-        flip = sign_flip_p(test["differences"])
-        comparisons.append({"config": name, "seeds": seeds, **test, "sign_flip_p": flip})
+        if name in rows and same_shapes(grid, rows[name]):
+            seeds = sorted(set(runs[name]) & set(runs[base]))
+            test = paired_t_test([runs[name][s] for s in seeds], [runs[base][s] for s in seeds])
+            extra = {
+                "paired": True,
+                "test": "paired",
+                "sign_flip_p": sign_flip_p(test["differences"]),
+            }
+        else:
+            seeds = sorted(runs[name])
+            ours, theirs = [runs[name][s] for s in seeds], list(runs[base].values())
+            test = welch_t_test(ours, theirs)
+            base_mean = statistics.fmean(theirs)
+            test |= {"differences": [v - base_mean for v in ours], "sd": None}
+            extra = {"paired": False, "test": "Welch", "sign_flip_p": None}
+        comparisons.append({"config": name, "seeds": seeds, **extra, **test})
     adjusted = holm({c["config"]: c["p"] for c in comparisons})
     for c in comparisons:
         c["holm_p"] = adjusted[c["config"]]

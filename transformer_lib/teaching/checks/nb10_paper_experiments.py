@@ -101,10 +101,14 @@ def _check_new(row: ex.Row, grid: ex.Grid) -> None:
             )
 
 
-def _base_and_noise(results: Sequence[dict], grid: ex.Grid) -> tuple[dict, float, float]:
-    """The base row's summary over seeds, its seed 0's dev perplexity, and the typical seed-to-seed
-    standard deviation of a row-minus-base difference (the median over the paired rows)."""
-    base = [s for s in ex.summarise(results, grid.name) if s["config"] == "base"]
+def _base_and_noise(results: Sequence[dict], grid: ex.Grid) -> dict:
+    """What a row of one seed is judged against, from ``results``: the base row's summary over
+    seeds (``base``), its seed 0's dev perplexity (``seed0``), the typical seed-to-seed standard
+    deviation of one row's runs (``seed_std``: the median over the rows of their sample standard
+    deviations) and of a paired difference row - base (``paired_sd``: the median over the rows
+    that the seeds pair, those with the base's shapes; None when the results hold none)."""
+    summary = ex.summarise(results, grid.name)
+    base = [s for s in summary if s["config"] == "base"]
     base_seed0 = [
         r["dev_ppl"]
         for r in results
@@ -115,36 +119,74 @@ def _base_and_noise(results: Sequence[dict], grid: ex.Grid) -> tuple[dict, float
             f"the results hold fewer than two seeds (seed 0 among them) of grid {grid.name!r}'s "
             "base row to compare with"
         )
-    paired = [c for c in ex.compare_with_base(results, grid.name) if len(c["seeds"]) >= 2]
-    if not paired:
-        raise ValueError(
-            f"the results hold no row of grid {grid.name!r} with two or more seeds paired with the "
-            "base: nothing to measure the noise of a difference with"
-        )
-    return base[0], base_seed0[0], statistics.median(c["sd"] for c in paired)
+    paired = [
+        c["sd"] for c in ex.compare_with_base(results, grid) if c["paired"] and len(c["seeds"]) >= 2
+    ]
+    return {
+        "base": base[0],
+        "seed0": base_seed0[0],
+        "seed_std": statistics.median(s["std"] for s in summary if s["seeds"] >= 2),
+        "paired_sd": statistics.median(paired) if paired else None,
+    }
 
 
 def _size_against_base(grid: ex.Grid, row: ex.Row, task: StringProgramTask) -> tuple[int, bool]:
-    """The row's parameter count, and whether its parameters have the base's shapes (then one seed
-    draws the same initial weights for both); a ValueError for an invalid row or one over 4x the
-    base's size or depth. Counted without memory: a huge row gets this message, not an allocation
-    error."""
+    """The row's parameter count, and whether its parameters have the base's shapes
+    (:func:`~transformer_lib.applications.experiments.same_shapes`: then one seed draws the same
+    initial weights for both); a ValueError for an invalid row or one over 4x the base's size or
+    depth. Counted without memory: a huge row gets this message, not an allocation error."""
     try:
         config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
         base_config = ex._config(grid, grid.row("base"), len(task.vocab), task.vocab.pad_id)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"row {row.name!r} is not a valid model: {exc}") from None
     with torch.device("meta"):
-        model, base_model = Transformer(config), Transformer(base_config)
-        size, base_size = (count_parameters(m)["total"] for m in (model, base_model))
-        shapes, base_shapes = ([p.shape for p in m.parameters()] for m in (model, base_model))
+        size, base_size = (count_parameters(Transformer(c))["total"] for c in (config, base_config))
     if size > 4 * base_size or config.num_layers > 4 * base_config.num_layers:
         raise ValueError(
             f"row {row.name!r} has {size:,} parameters and N={config.num_layers}, the base "
             f"{base_size:,} and N={base_config.num_layers}: keep it within 4x of the base so it "
             "trains in about a minute"
         )
-    return size, shapes == base_shapes
+    return size, ex.same_shapes(grid, row)
+
+
+def _reference(same_weights: bool, noise: dict, grid: ex.Grid) -> tuple[float, float, str]:
+    """What the learner's seed-0 run is set against: the value, the standard deviation of the
+    difference when nothing changes, and the words that say why.
+
+    Only the initial weights pair a run with the base's run of the same seed (every seed of every
+    row trains on the same batches), and only when the row keeps the base's shapes. Such a row is
+    compared with the base's seed 0, with the noise of a paired difference. Any other row is
+    compared with the base's mean over its seeds, with the noise of one run next to a mean of
+    ``n``: sqrt(seed_std^2 + base_std^2 / n). (The base's seed 0 alone would be unfair here: it
+    is the base's worst seed in the committed grid, which leans every comparison towards "lower".)
+    """
+    base = noise["base"]
+    if same_weights:
+        if noise["paired_sd"] is None:
+            raise ValueError(
+                f"the results hold no row of grid {grid.name!r} with the base's shapes and two or "
+                "more seeds: nothing to measure the noise of a paired difference with"
+            )
+        return (
+            noise["seed0"],
+            noise["paired_sd"],
+            f"it keeps the base's parameter shapes, so its seed 0 started from the base's seed-0 "
+            f"weights: it is compared with the base's seed 0 ({noise['seed0']:.3f}). A paired "
+            f"difference row - base of the grid typically varies by {noise['paired_sd']:.3f} "
+            "(standard deviation) from seed to seed",
+        )
+    sd = math.sqrt(noise["seed_std"] ** 2 + base["std"] ** 2 / base["seeds"])
+    return (
+        base["mean"],
+        sd,
+        f"it changes the parameters' shapes, so its seed 0 starts from other weights than any "
+        f"seed of the base and pairs with none of them: it is compared with the base's mean over "
+        f"{base['seeds']} seeds ({base['mean']:.3f} ± {base['std']:.3f}; its seed 0 alone reached "
+        f"{noise['seed0']:.3f}). One run of a grid row typically varies by {noise['seed_std']:.3f} "
+        f"(standard deviation), so one run minus that mean varies by {sd:.3f}",
+    )
 
 
 def judge_own_row(
@@ -156,12 +198,11 @@ def judge_own_row(
     """The judge of notebook 10's exercise: trains the learner's row for seed 0 on the grid's budget
     and returns what happened next to the prediction.
 
-    The row is judged against the base row's **seed 0** in ``results`` (the same batches, and the
-    same initial weights when the shapes match), not against the base's mean over seeds: the seeds
-    pair the runs, and seed 0 may be a good or a bad seed for both. The difference counts as "same"
-    when it is within two of the grid's typical seed-to-seed standard deviations of a row-minus-base
-    difference (the median over the rows of ``results``, from
-    :func:`~transformer_lib.training.experiments.compare_with_base`).
+    A row with the base's parameter shapes started from the base's seed-0 weights, so it is judged
+    against the base's **seed 0** in ``results`` with the noise of a paired difference; any other
+    row pairs with no seed of the base and is judged against the base's **mean** over seeds with
+    the noise of one run next to that mean (:func:`_reference`). The difference counts as "same"
+    when it is within two of those standard deviations.
 
     Args:
         answer: ``(row, prediction)``: a :class:`Row` (or a dict of its changes) that the grid does
@@ -177,25 +218,23 @@ def judge_own_row(
     grid = ex.GRIDS[grid] if isinstance(grid, str) else grid
     row, prediction = _row_and_prediction(answer)
     _check_new(row, grid)
-    base, base_ppl, noise = _base_and_noise(results, grid)
+    noise = _base_and_noise(results, grid)
     task = task if task is not None else StringProgramTask()
     size, same_weights = _size_against_base(grid, row, task)
+    reference, sd, why = _reference(same_weights, noise, grid)
     ppl = ex.run_one(grid, row, 0, task)["dev_ppl"]
-    difference = ppl - base_ppl
-    outcome = "same" if abs(difference) <= 2 * noise else ("lower" if difference < 0 else "higher")
+    difference = ppl - reference
+    outcome = "same" if abs(difference) <= 2 * sd else ("lower" if difference < 0 else "higher")
     if isinstance(prediction, str):
         verdict = "as you predicted" if prediction == outcome else f"you predicted {prediction!r}"
     else:
         verdict = f"you predicted {prediction:.2f}, off by {abs(ppl - prediction):.2f}"
     return (
         f"row {row.name!r} ({size:,} parameters) reached dev perplexity {ppl:.3f} (seed 0, "
-        f"{grid.steps} steps); the base's seed 0 (the same batches"
-        f"{', and the same initial weights' if same_weights else ''}) reached "
-        f"{base_ppl:.3f}, a difference of {difference:+.3f}. A grid row's difference from the "
-        f"base typically varies by {noise:.3f} (standard deviation) from seed to seed, so yours is "
-        f"{outcome!r} ({verdict}). For reference, the base's mean over {base['seeds']} seeds "
-        f"is {base['mean']:.3f} ± {base['std']:.3f}. One seed: run seeds 1 and 2 (run_one) and a "
-        "paired test (experiments.paired_t_test) before you trust a small difference."
+        f"{grid.steps} steps). {why[0].upper()}{why[1:]}. A difference of {difference:+.3f} "
+        f"is {outcome!r} ({verdict}): 'same' means within two of those standard deviations. One "
+        "seed: run seeds 1 and 2 (run_one) and the test section 5 uses before you trust a small "
+        "difference."
     )
 
 
