@@ -497,8 +497,8 @@ def mixed_precision_steps(
 ) -> list[dict]:
     """Median milliseconds of one :class:`~transformer_lib.training.train.Trainer` step (forward,
     label-smoothed loss, backward, clipping, Adam) in each ``precision`` (the Trainer's option:
-    autocast to bfloat16 or float16, float16 with its gradient scaler), for each case ``(label,
-    config, make_batch)``; by default a small, launch-bound model and a larger one
+    autocast to bfloat16 or float16, float16 with its gradient scaler), for each case
+    ``(label, config, make_batch)``; by default a small, launch-bound model and a larger one
     (:func:`_precision_cases`). ``speedup`` is float32's time over this one's, in the same case. A
     precision the device lacks gets ``ms_per_step=None`` and its reason. ``precisions`` defaults to
     all three on a GPU and to float32 and bfloat16 on a CPU (whose float16 matrix products, where it
