@@ -130,9 +130,10 @@ images: setup  ## redraw the diagrams in images/ from images/make_diagrams.py
 # that package).
 LINTED := transformer_lib tests images tools solutions results conftest.py
 
-lint: setup  ## ruff: lint rules over the library, tests, notebooks and scripts; formatting of the Python files; actionlint
+lint: setup  ## ruff: lint rules over the library, tests, notebooks and scripts; formatting of the Python files; shape comments on their tensor lines (tools/shape_comments.py); actionlint
 	$(VENV)/bin/ruff check $(LINTED) notebooks
 	$(VENV)/bin/ruff format --check --quiet $(LINTED)
+	$(PY) tools/shape_comments.py
 	$(PY) -m pip install --quiet --disable-pip-version-check -r tools/lint/requirements.txt
 	$(VENV)/bin/actionlint
 

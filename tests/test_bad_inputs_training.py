@@ -368,15 +368,14 @@ def test_beam_width_that_is_not_a_positive_whole_number(untrained, width, error,
 @pytest.mark.parametrize("temperature", [math.nan, math.inf, -math.inf, -0.5])
 def test_sampling_temperature_that_is_nan_infinite_or_negative(untrained, temperature):
     model, src = untrained
-    with pytest.raises(
-        ValueError, match=f"finite number >= 0 \\(0 means greedy\\), got {temperature}"
-    ):
+    message = f"temperature must be finite and >= 0, got temperature={temperature} (0 means greedy)"
+    with pytest.raises(ValueError, match=re.escape(message)):
         tl.sample_decode(model, src, 5, 1, 2, temperature=temperature)
 
 
 def test_sampling_temperature_that_is_not_a_number(untrained):
     model, src = untrained
-    with pytest.raises(TypeError, match="temperature must be a number, got str"):
+    with pytest.raises(TypeError, match="temperature must be a real number, got 'hot' of type str"):
         tl.sample_decode(model, src, 5, 1, 2, temperature="hot")
 
 
@@ -400,9 +399,9 @@ def test_a_tiny_temperature_above_the_cut_gives_no_nan(untrained):
     [
         ({"top_k": 0}, "top_k must be >= 1, got top_k=0"),
         ({"top_k": 2.5}, "top_k must be an int, got 2.5 of type float"),
-        ({"top_p": 0.0}, "top_p must be in (0, 1] (or None for no cut), got 0.0"),
-        ({"top_p": 1.5}, "top_p must be in (0, 1] (or None for no cut), got 1.5"),
-        ({"top_p": math.nan}, "top_p must be in (0, 1] (or None for no cut), got nan"),
+        ({"top_p": 0.0}, "top_p must be in (0, 1], got top_p=0.0 (or None for no cut)"),
+        ({"top_p": 1.5}, "top_p must be in (0, 1], got top_p=1.5 (or None for no cut)"),
+        ({"top_p": math.nan}, "top_p must be in (0, 1], got top_p=nan (or None for no cut)"),
     ],
 )
 def test_sampling_cut_that_makes_no_sense(untrained, setting, message):
@@ -455,3 +454,34 @@ def test_numpy_whole_numbers_are_whole_numbers(untrained):
         torch.isfinite(tl.decode.filter_top_k_top_p(torch.randn(2, 9), top_k=np.int64(2))).sum()
         == 4
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [(0.0, "in (0, 1]"), (1.5, "in (0, 1]"), (math.nan, "finite"), (-0.5, "finite and >= 0")],
+)
+def test_a_real_number_that_breaks_its_rule_is_named_with_the_rule(value, rule):
+    from transformer_lib._arguments import check_real
+
+    with pytest.raises(ValueError, match=re.escape(f"x must be {rule}, got x={value} (hint)")):
+        check_real("x", value, rule, "(hint)")
+    with pytest.raises(TypeError, match="x must be a real number, got True of type bool"):
+        check_real("x", True, rule)
+    check_real("x", np.float32(0.5), rule)  # NumPy scalars pass
+
+
+def test_masking_rate_outside_0_1():
+    tokens = torch.randint(4, 10, (2, 5))
+    with pytest.raises(ValueError, match=re.escape("rate must be in (0, 1], got rate=0.0")):
+        tl.lm.mask_tokens(tokens, 3, 10, rate=0.0)
+
+
+def test_generating_past_max_len_names_the_prompt_and_the_new_tokens():
+    tl.seed_everything(0)
+    model = tl.DecoderOnlyLM(tl.LMConfig.cpu_char(10).replace(max_len=8)).eval()
+    message = (
+        "positions 0..9 (prompt length 4 + max_new_tokens 6) exceed max_len=8 of DecoderOnlyLM; "
+        "use a shorter input or a config with a larger max_len"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tl.lm.generate(model, torch.randint(0, 10, (1, 4)), 6)

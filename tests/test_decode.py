@@ -112,7 +112,9 @@ def test_beam_search_with_and_without_cache_agree_and_decode_correctly(copy_mode
 
 def test_decoding_rejects_bad_settings(copy_model):
     model, task = copy_model
-    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+    with pytest.raises(
+        ValueError, match="temperature must be finite and >= 0, got temperature=-1.0"
+    ):
         tl.sample_decode(model, sources(task, 1), 5, 1, 2, temperature=-1.0)
     with pytest.raises(ValueError, match="beam_width must be >= 1, got beam_width=0"):
         tl.beam_search(model, sources(task, 1), 5, 1, 2, beam_width=0)
@@ -640,7 +642,9 @@ def test_beam_of_width_1_is_greedy_on_the_date_model(date_model, alpha):
 
 def test_beam_search_rejects_a_length_penalty_that_is_not_a_finite_number(copy_model):
     model, task = copy_model
-    with pytest.raises(ValueError, match="length_penalty must be a finite number"):
+    with pytest.raises(ValueError, match="length_penalty must be finite, got length_penalty=nan"):
         tl.beam_search(model, sources(task, 1), 5, 1, 2, length_penalty=float("nan"))
-    with pytest.raises(TypeError, match="length_penalty must be a number"):
+    with pytest.raises(
+        TypeError, match="length_penalty must be a real number, got '0.6' of type str"
+    ):
         tl.beam_search(model, sources(task, 1), 5, 1, 2, length_penalty="0.6")

@@ -19,6 +19,8 @@ __all__ = [
     "check_non_negative_ints",
     "check_probability",
     "check_positive_real",
+    "check_real",
+    "check_positions_fit",
     "check_choice",
     "check_bools",
     "check_heads",
@@ -84,6 +86,39 @@ def check_positive_real(**values: object) -> None:
             raise _type_error(name, value, "a float > 0")
         if not (math.isfinite(value) and value > 0):  # also refuses NaN
             raise ValueError(f"{name} must be finite and > 0, got {name}={value}")
+
+
+_REAL_RULES = {
+    "finite": math.isfinite,
+    "finite and >= 0": lambda value: math.isfinite(value) and value >= 0,
+    "in (0, 1]": lambda value: 0.0 < value <= 1.0,
+}
+
+
+def check_real(name: str, value: object, rule: str, hint: str = "") -> None:
+    """TypeError (not a real number) or ValueError (breaks ``rule``: "finite", "finite and >= 0"
+    or "in (0, 1]"; NaN breaks each) naming ``name`` and its value: temperatures, nucleus and
+    masking fractions, length penalties. ``hint`` (e.g. "(0 means greedy)") is appended to either
+    message."""
+    hint = f" {hint}" if hint else ""
+    if not _is_real(value):
+        raise TypeError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}{hint}"
+        )
+    if not _REAL_RULES[rule](value):
+        raise ValueError(f"{name} must be {rule}, got {name}={value}{hint}")
+
+
+def check_positions_fit(owner: str, start: int, length: int, max_len: int, cause: str = "") -> None:
+    """ValueError unless positions ``start .. start + length - 1`` lie in ``[0, max_len)`` of
+    ``owner`` (a model or a positional encoding): the one wording of the ``max_len`` rule.
+    ``cause`` (e.g. "prompt length 5 + max_new_tokens 60") says where the length comes from."""
+    if start < 0 or start + length > max_len:
+        cause = f" ({cause})" if cause else ""
+        raise ValueError(
+            f"positions {start}..{start + length - 1}{cause} exceed max_len={max_len} of {owner}; "
+            "use a shorter input or a config with a larger max_len"
+        )
 
 
 def check_choice(name: str, value: object, choices: tuple) -> None:

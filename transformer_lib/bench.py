@@ -15,7 +15,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 from torch import nn
@@ -372,6 +372,30 @@ def recipe_check(seed: int = 0) -> dict[str, float]:
     }
 
 
+def _translation_data(translation_pairs: int) -> tuple:
+    """``(translation.CPU_RECIPE, pairs, vocab)`` of the English-French benchmarks: every 20th
+    training pair up to ``translation_pairs``, and the shipped tokenizer if there is one (else one
+    built on those pairs at the recipe's vocabulary size)."""
+    from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
+    from .applications.translation import TOKENIZER_FILE, build_vocab, shipped_model_dir
+    from .training.subwords import SubwordVocab
+    from .training.translation_corpus import TatoebaCorpus
+
+    pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]
+    tokenizer = shipped_model_dir() / TOKENIZER_FILE
+    vocab = (
+        SubwordVocab.load(tokenizer)
+        if tokenizer.is_file()
+        else build_vocab(pairs, TRANSLATION_RECIPE.vocab_size)
+    )
+    return TRANSLATION_RECIPE, pairs, vocab
+
+
+def _real_tokens(batches: Iterable[Batch]) -> int:
+    """Source + target tokens of ``batches``, padding not counted."""
+    return sum(int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum()) for b in batches)
+
+
 def training_throughput(
     device: torch.device, steps: int = 5, translation_pairs: int = 8000
 ) -> list[dict]:
@@ -380,26 +404,12 @@ def training_throughput(
     English-French translation (``translation.CPU_RECIPE``, batches by length within its token
     budget, on every 20th training pair up to ``translation_pairs``; the shipped tokenizer if there
     is one). One step warms up, then ``steps`` are timed."""
-    from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
-    from .applications.translation import (
-        TOKENIZER_FILE,
-        build_vocab,
-        model_config,
-        shipped_model_dir,
-    )
+    from .applications.translation import model_config
     from .training.length_batching import LengthBatches
-    from .training.subwords import SubwordVocab
     from .training.train import adam_with_warmup, make_trainer
-    from .training.translation_corpus import TatoebaCorpus
 
     date = DateTask(seed=0)
-    pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]
-    tokenizer = shipped_model_dir() / TOKENIZER_FILE
-    vocab = (
-        SubwordVocab.load(tokenizer)
-        if tokenizer.is_file()
-        else build_vocab(pairs, TRANSLATION_RECIPE.vocab_size)
-    )
+    translation, pairs, vocab = _translation_data(translation_pairs)
     date_config = TransformerConfig.cpu_tiny(len(date.vocab))
     cases = [
         (
@@ -411,10 +421,10 @@ def training_throughput(
         ),
         (
             "English-French (translation.CPU_RECIPE)",
-            model_config(TRANSLATION_RECIPE, len(vocab), vocab.pad_id),
-            LengthBatches(pairs, vocab, TRANSLATION_RECIPE.max_tokens),
-            f"<= {TRANSLATION_RECIPE.max_tokens} tokens",
-            TRANSLATION_RECIPE,
+            model_config(translation, len(vocab), vocab.pad_id),
+            LengthBatches(pairs, vocab, translation.max_tokens),
+            f"<= {translation.max_tokens} tokens",
+            translation,
         ),
     ]
     rows = []
@@ -427,10 +437,7 @@ def training_throughput(
             optimizer=lambda m: adam_with_warmup(m, 1e-3, 1, steps + 2),
         )
         trainer.fit(get_batch, 1, progress=False)  # warm-up step: allocations, kernel choice
-        tokens = sum(
-            int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum())
-            for b in map(get_batch, range(1, steps + 1))
-        )
+        tokens = _real_tokens(map(get_batch, range(1, steps + 1)))
         started = time.perf_counter()
         trainer.fit(get_batch, steps + 1, progress=False)
         _sync(device)
@@ -490,13 +497,16 @@ def mixed_precision_steps(
 ) -> list[dict]:
     """Median milliseconds of one :class:`~transformer_lib.training.train.Trainer` step (forward,
     label-smoothed loss, backward, clipping, Adam) in each ``precision`` (the Trainer's option:
-    autocast to bfloat16 or float16, float16 with its gradient scaler), for each case ``(label,
-    config, make_batch)``; by default a small, launch-bound model and a larger one
+    autocast to bfloat16 or float16, float16 with its gradient scaler), for each case
+    ``(label, config, make_batch)``; by default a small, launch-bound model and a larger one
     (:func:`_precision_cases`). ``speedup`` is float32's time over this one's, in the same case. A
     precision the device lacks gets ``ms_per_step=None`` and its reason. ``precisions`` defaults to
     all three on a GPU and to float32 and bfloat16 on a CPU (whose float16 matrix products, where it
     has them at all, are emulated and slow)."""
-    from .training.train import LabelSmoothingLoss, Trainer
+    from .training.train import make_trainer
+
+    def adam(model: nn.Module) -> tuple:
+        return torch.optim.Adam(model.parameters(), lr=1e-4), None  # constant rate: no schedule
 
     device = device or pick_device()
     if precisions is None:
@@ -505,13 +515,11 @@ def mixed_precision_steps(
     for label, config, make in cases if cases is not None else _precision_cases(device):
         batch, reference = make(), None
         for precision in precisions:
-            seed_everything(0)
-            model = Transformer(config)
-            optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-            loss = LabelSmoothingLoss(0.1, config.pad_id)
             row = {"case": label, "precision": precision, "ms_per_step": None, "speedup": None}
-            try:
-                trainer = Trainer(model, optimizer, None, loss, device=device, precision=precision)
+            try:  # CPU_RECIPE's label smoothing, 0.1
+                trainer = make_trainer(
+                    config, CPU_RECIPE, 0, device, optimizer=adam, precision=precision
+                )
             except ValueError as exc:
                 rows.append({**row, "unsupported": str(exc)})
                 continue
@@ -661,6 +669,50 @@ class _TorchTransformerMT(nn.Module):
         return out @ self.embed.weight.T  # (B, T, V)
 
 
+def _stock_training_step(
+    model: _TorchTransformerMT,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    eps_ls: float,
+) -> Callable[[Batch], float]:
+    """The training step a PyTorch user writes for ``model``: ``F.cross_entropy`` with label
+    smoothing ``eps_ls`` (``<pad>`` targets ignored), backward, gradients clipped at 1, an
+    optimiser and a schedule step. Returns ``step(batch) -> loss``."""
+
+    def step(batch: Batch) -> float:
+        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1),
+            batch.tgt_out.flatten(),
+            ignore_index=model.config.pad_id,
+            label_smoothing=eps_ls,
+        )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        return loss.item()
+
+    return step
+
+
+def _time_in_turns(
+    runs: dict[str, Callable[[Batch], object]], batches: list[Batch], device: torch.device
+) -> dict[str, list[float]]:
+    """Seconds of each of ``runs`` on each batch but the first (which warms up), the runs taking
+    turns batch by batch so that a load on the machine weighs on all alike."""
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for step, batch in enumerate(batches):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run(batch)
+            _sync(device)
+            if step:  # step 0 warms up
+                seconds[name].append(time.perf_counter() - started)
+    return seconds
+
+
 def versus_torch_transformer(
     device: torch.device | None = None,
     steps: int = 20,
@@ -678,27 +730,12 @@ def versus_torch_transformer(
     on the machine weighs on both alike. Real (not padding) source + target tokens are counted.
     ``ratio``: the median over the steps of the stock step's time over ours on the same batch (a
     load that comes and goes moves a median of pairs less than a ratio of sums)."""
-    from .applications.translation import CPU_RECIPE as TRANSLATION_RECIPE
-    from .applications.translation import (
-        TOKENIZER_FILE,
-        build_vocab,
-        model_config,
-        shipped_model_dir,
-    )
+    from .applications.translation import model_config
     from .training.length_batching import LengthBatches
-    from .training.subwords import SubwordVocab
     from .training.train import make_trainer, paper_optimizer
-    from .training.translation_corpus import TatoebaCorpus
 
     device = device or pick_device()
-    recipe = TRANSLATION_RECIPE
-    pairs = TatoebaCorpus().train_pairs[::20][:translation_pairs]
-    tokenizer = shipped_model_dir() / TOKENIZER_FILE
-    vocab = (
-        SubwordVocab.load(tokenizer)
-        if tokenizer.is_file()
-        else build_vocab(pairs, recipe.vocab_size)
-    )
+    recipe, pairs, vocab = _translation_data(translation_pairs)
     config = config or model_config(recipe, len(vocab), vocab.pad_id)
     batches = LengthBatches(pairs, vocab, max_tokens or recipe.max_tokens)
     prepared = [batches.batch(step).to(device) for step in range(steps + 1)]
@@ -709,35 +746,9 @@ def versus_torch_transformer(
     ours = make_trainer(config, recipe, seed=0, device=device, optimizer=adam)
     seed_everything(0)
     theirs = _TorchTransformerMT(config).to(device).train()
-    their_optimizer, their_schedule = adam(theirs)
-
-    def their_step(batch: Batch) -> float:
-        logits = theirs(batch.src, batch.tgt_in)  # (B, T, V)
-        loss = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1),
-            batch.tgt_out.flatten(),
-            ignore_index=config.pad_id,
-            label_smoothing=recipe.eps_ls,
-        )
-        their_optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(theirs.parameters(), 1.0)
-        their_optimizer.step()
-        their_schedule.step()
-        return loss.item()
-
-    seconds: dict[str, list[float]] = {"ours": [], "theirs": []}
-    runs = {"ours": ours.train_step, "theirs": their_step}
-    for step, batch in enumerate(prepared):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run(batch)
-            _sync(device)
-            if step:  # step 0 warms up
-                seconds[name].append(time.perf_counter() - started)
-    tokens = sum(
-        int((b.src != b.pad_id).sum() + (b.tgt_out != b.pad_id).sum()) for b in prepared[1:]
-    )
+    their_step = _stock_training_step(theirs, *adam(theirs), recipe.eps_ls)
+    seconds = _time_in_turns({"ours": ours.train_step, "theirs": their_step}, prepared, device)
+    tokens = _real_tokens(prepared[1:])
     paired = statistics.median(t / o for o, t in zip(*seconds.values(), strict=True))
     return [
         {

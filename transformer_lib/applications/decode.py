@@ -30,14 +30,19 @@ cache.
 """
 
 import math
-import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 
-from .._arguments import check_non_negative_ints, check_positive_ints, check_token_id
+from .._arguments import (
+    check_non_negative_ints,
+    check_positions_fit,
+    check_positive_ints,
+    check_real,
+    check_token_id,
+)
 from ..model.attention import DecoderCache
 from ..model.lm import DecoderOnlyLM
 from ..model.masks import causal_mask, padding_mask
@@ -202,11 +207,13 @@ def _check_generate(
             f"prompt must be (B, T0) ids with T0 >= 1, got shape {tuple(prompt.shape)}"
         )
     check_non_negative_ints(max_new_tokens=max_new_tokens)
-    if prompt.size(1) + max_new_tokens > model.config.max_len:
-        raise ValueError(
-            f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens} exceeds the model's "
-            f"max_len={model.config.max_len}"
-        )
+    check_positions_fit(
+        type(model).__name__,
+        0,
+        prompt.size(1) + max_new_tokens,
+        model.config.max_len,
+        f"prompt length {prompt.size(1)} + max_new_tokens {max_new_tokens}",
+    )
     vocab_size = model.config.vocab_size
     if eos_id is not None:
         check_token_id("eos_id", eos_id, vocab_size, f"vocab_size={vocab_size}")
@@ -309,8 +316,8 @@ def greedy_decode(
 def _check_top_k_top_p(top_k: int | None, top_p: float | None) -> None:
     if top_k is not None:
         check_positive_ints(top_k=top_k)
-    if top_p is not None and not (isinstance(top_p, (int, float)) and 0.0 < top_p <= 1.0):
-        raise ValueError(f"top_p must be in (0, 1] (or None for no cut), got {top_p!r}")
+    if top_p is not None:
+        check_real("top_p", top_p, "in (0, 1]", "(or None for no cut)")
 
 
 def filter_top_k_top_p(
@@ -342,13 +349,7 @@ def filter_top_k_top_p(
 
 
 def _check_temperature(temperature: float) -> None:
-    # NumPy's float32 is a number
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(
-            f"temperature must be a finite number >= 0 (0 means greedy), got {temperature}"
-        )
+    check_real("temperature", temperature, "finite and >= 0", "(0 means greedy)")
 
 
 def sample_decode(
@@ -504,8 +505,8 @@ def _retire(
     kept."""
     top_scores, origin, is_eos = expanded.top_scores, expanded.origin, expanded.is_eos
     width = top_scores.size(1) // 2
-    # (a, k) of each <eos> in the best W
-    finishing = (is_eos[:, :width] & top_scores[:, :width].isfinite()).nonzero().tolist()
+    eos_in_best = is_eos[:, :width] & top_scores[:, :width].isfinite()  # (A, W)
+    finishing = eos_in_best.nonzero().tolist()  # (a, k) of each <eos> in the best W
     if finishing:
         top_list, origin_list = top_scores.tolist(), origin.tolist()
     for a, k in finishing:
@@ -628,15 +629,7 @@ def _check_beam(
             f"beam_width={beam_width} must be below the vocabulary size {vocab_size}: a step can "
             f"extend a prefix by at most {vocab_size - 1} tokens (<pad> is never emitted)"
         )
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
-        raise TypeError(
-            f"length_penalty must be a number (alpha, 0.6 in the paper), got {length_penalty!r}"
-        )
-    if not math.isfinite(length_penalty):
-        raise ValueError(
-            "length_penalty must be a finite number (alpha, 0.6 in the paper), got "
-            f"{length_penalty}"
-        )
+    check_real("length_penalty", length_penalty, "finite", "(alpha, 0.6 in the paper)")
     return int(beam_width), float(length_penalty)
 
 

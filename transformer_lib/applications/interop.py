@@ -413,11 +413,11 @@ def from_huggingface(hf_model) -> nn.Module:
     each with the config :func:`config_from_huggingface` derives. The model is returned in eval mode
     (as ``from_pretrained`` returns theirs) and in float32. Then, in eval mode:
 
-    - GPT-2: ``ours(ids, mask=attention_mask.bool()[:, None, None, :])`` equals ``theirs(ids,
-      attention_mask=attention_mask).logits`` at every real position;
+    - GPT-2: ``ours(ids, mask=attention_mask.bool()[:, None, None, :])`` equals
+      ``theirs(ids, attention_mask=attention_mask).logits`` at every real position;
     - BERT: ``ours(ids, mask=..., token_types=token_type_ids)`` equals theirs likewise;
-    - Marian: ``ours(src, tgt, src_mask=..., tgt_mask=causal_mask(T))`` equals ``theirs(src,
-      attention_mask, decoder_input_ids=tgt).logits``: Marian starts the target with
+    - Marian: ``ours(src, tgt, src_mask=..., tgt_mask=causal_mask(T))`` equals
+      ``theirs(src, attention_mask, decoder_input_ids=tgt).logits``: Marian starts the target with
       ``pad_token_id`` and does not hide it, so pass the causal mask rather than letting ours hide
       target padding;
     - Llama (``LlamaForCausalLM`` -> :class:`~transformer_lib.DecoderOnlyLM`): as GPT-2. Its query

@@ -155,8 +155,9 @@ class TranslationRecipe:
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     def replace(self, **changes) -> "TranslationRecipe":
-        """A copy with some fields changed, the model's too: ``CPU_RECIPE.replace(minutes=5,
-        d_model=256)``; ``vocab_size`` sets both vocabulary sizes."""
+        """A copy with some fields changed, the model's too:
+        ``CPU_RECIPE.replace(minutes=5, d_model=256)``; ``vocab_size`` sets both vocabulary
+        sizes."""
         sizes = {name: changes.pop(name) for name in list(changes) if name in _MODEL_FIELDS}
         if "vocab_size" in changes:
             sizes["src_vocab_size"] = sizes["tgt_vocab_size"] = changes.pop("vocab_size")

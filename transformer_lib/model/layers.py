@@ -18,7 +18,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._arguments import check_choice, check_positive_ints, check_token_ids, renamed
+from .._arguments import (
+    check_choice,
+    check_positions_fit,
+    check_positive_ints,
+    check_token_ids,
+    renamed,
+)
 
 __all__ = [
     "LayerNorm",
@@ -396,10 +402,7 @@ def _position_rows(x: torch.Tensor, start: int, max_len: int, d_model: int, owne
             f"{owner} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}"
         )
     length = x.size(1)
-    if start < 0 or start + length > max_len:
-        raise ValueError(
-            f"positions {start}..{start + length - 1} exceed max_len={max_len} of {owner}"
-        )
+    check_positions_fit(owner, start, length, max_len)
     return slice(start, start + length)
 
 

@@ -26,7 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._arguments import check_non_negative_ints, check_token_batch, check_token_ids
+from .._arguments import (
+    check_non_negative_ints,
+    check_positions_fit,
+    check_token_batch,
+    check_token_ids,
+)
 from .attention import DecoderCache
 from .encoder import Encoder
 from .layers import LayerNorm, LearnedPositionalEncoding, PositionalEncoding, TokenEmbedding
@@ -189,12 +194,7 @@ class _EncoderStackLM(nn.Module):
 
     def _check_tokens(self, tokens: torch.Tensor, start: int = 0) -> None:
         check_token_batch(tokens=tokens)
-        if start + tokens.size(1) > self.config.max_len:
-            raise ValueError(
-                f"positions {start}..{start + tokens.size(1) - 1} exceed "
-                f"max_len={self.config.max_len}; use a shorter input or a config with a larger "
-                "max_len"
-            )
+        check_positions_fit(type(self).__name__, start, tokens.size(1), self.config.max_len)
 
     @staticmethod
     def _check_padding_mask(mask: torch.Tensor, tokens: torch.Tensor, key_length: int) -> None:

@@ -82,6 +82,7 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -444,14 +445,11 @@ def _cut(text: str, size: int = 300) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
-def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
-    """Run ``notebook`` in a fresh kernel whose folder is ``sandbox/notebooks`` (``../results``
-    and ``../checkpoints`` as in the repository); return what went wrong, cell by cell. The kernel
-    and its process group are killed at the end."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
+def _output_capped_client(limits: Limits) -> type:
+    """An nbclient ``NotebookClient`` class that keeps at most ``limits.output_bytes`` of output
+    per cell, with a note on stderr where it cut (a student's loop that prints for ever must not
+    fill the grader's memory)."""
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     class Client(NotebookClient):
         """Keeps at most ``limits.output_bytes`` of output per cell."""
@@ -474,6 +472,17 @@ def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
                     outs.append({"output_type": "stream", "name": "stderr", "text": note})
             return out
 
+    return Client
+
+
+def _kernel_manager(sandbox: Path, limits: Limits):
+    """An asynchronous manager of the grader's kernel: ``python -I`` that puts ``sandbox`` first
+    on ``sys.path`` and runs :func:`_kernel_main` under ``limits.memory_gib``; its kernel spec and
+    its ipc socket live in ``sandbox/kernels``. (A blocking manager would block the timeouts' event
+    loop.)"""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+
     memory = int(limits.memory_gib * 2**30)
     specs = sandbox / "kernels" / "tl-grade"
     specs.mkdir(parents=True)
@@ -484,14 +493,58 @@ def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
     spec = {"argv": [sys.executable, "-I", "-c", boot, "-f", "{connection_file}"]}
     spec |= {"display_name": "grader", "language": "python"}
     (specs / "kernel.json").write_text(json.dumps(spec))
-    manager = AsyncKernelManager(  # (a blocking manager would block the timeouts' event loop)
+    return AsyncKernelManager(
         kernel_name="tl-grade",
         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs.parent)]),
         transport="ipc",
         ip=str(sandbox / "kernels" / "socket"),
     )
+
+
+def _cell_problems(client, notebook, limits: Limits, deadline: float) -> Iterator[str]:
+    """Run ``notebook``'s code cells in order on ``client``'s started kernel, each under
+    ``limits.cell_s`` and all before ``deadline`` (``time.monotonic``); yield what went wrong as it
+    happens. The first timeout or kernel death ends the run: the cells after it are not run."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        left = deadline - time.monotonic()
+        if left <= 1:
+            yield (
+                f"the notebook ran past its {limits.notebook_s:.0f} s: cell {index} and "
+                "the cells after it were not run"
+            )
+            return
+        client.timeout = max(1, int(min(limits.cell_s, left)))
+        try:
+            client.execute_cell(cell, index)
+        except CellTimeoutError:
+            yield (
+                f"cell {index} ran past {client.timeout} s and was stopped; the cells "
+                "after it were not run"
+            )
+            return
+        except DeadKernelError:
+            yield (
+                f"the kernel died in cell {index} (os._exit, a crash, or the "
+                f"{limits.memory_gib:g} GiB memory limit); the cells after it were not run"
+            )
+            return
+        expected = "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and not expected:
+                yield f"cell {index} raised {out.get('ename')}: {_cut(out.get('evalue'))}"
+
+
+def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
+    """Run ``notebook`` in a fresh kernel whose folder is ``sandbox/notebooks`` (``../results``
+    and ``../checkpoints`` as in the repository); return what went wrong, cell by cell. The kernel
+    and its process group are killed at the end."""
+    manager = _kernel_manager(sandbox, limits)
     workdir = sandbox / "notebooks"
-    client = Client(
+    client = _output_capped_client(limits)(
         notebook,
         km=manager,
         timeout=int(limits.cell_s),
@@ -508,37 +561,8 @@ def execute(notebook, sandbox: Path, limits: Limits) -> list[str]:
         with client.setup_kernel(env=_environment(sandbox / "home")):
             with contextlib.suppress(Exception):
                 group = os.getpgid(manager.provisioner.process.pid)
-            for index, cell in enumerate(notebook.cells):
-                if cell.cell_type != "code":
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 1:
-                    problems.append(
-                        f"the notebook ran past its {limits.notebook_s:.0f} s: cell {index} and "
-                        "the cells after it were not run"
-                    )
-                    break
-                client.timeout = max(1, int(min(limits.cell_s, left)))
-                try:
-                    client.execute_cell(cell, index)
-                except CellTimeoutError:
-                    problems.append(
-                        f"cell {index} ran past {client.timeout} s and was stopped; the cells "
-                        "after it were not run"
-                    )
-                    break
-                except DeadKernelError:
-                    problems.append(
-                        f"the kernel died in cell {index} (os._exit, a crash, or the "
-                        f"{limits.memory_gib:g} GiB memory limit); the cells after it were not run"
-                    )
-                    break
-                expected = "raises-exception" in cell.get("metadata", {}).get("tags", [])
-                for out in cell.get("outputs", []):
-                    if out.get("output_type") == "error" and not expected:
-                        problems.append(
-                            f"cell {index} raised {out.get('ename')}: {_cut(out.get('evalue'))}"
-                        )
+            for problem in _cell_problems(client, notebook, limits, deadline):
+                problems.append(problem)  # one by one: kept if the client fails after it
     except Exception as exc:  # the kernel did not start, or the client failed: say so
         problems.append(f"the notebook could not be run: {type(exc).__name__}: {_cut(exc)}")
     finally:

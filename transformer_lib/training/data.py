@@ -413,6 +413,22 @@ class StringProgramTask(Seq2SeqTask):
             for n in range(1, max_ops + 1)
             for p in itertools.product(self.OPERATIONS, repeat=n)
         ]
+        held_out = self._programs_to_hold_out(programs, max_ops, num_gen_programs)
+        self.gen_programs = sorted(held_out)
+        self.train_programs = [p for p in programs if p not in held_out]
+        self.vocab = Vocab(self.OPERATIONS + alphabet + ":", pad_id=pad_id)
+        self.valid_pairs = self._held_out("valid", self.train_programs, num_valid)
+        self.test_pairs = self._held_out("test", self.train_programs, num_test)
+        self.generalisation_pairs = self._held_out(
+            "generalisation", self.gen_programs, num_gen if held_out else 0
+        )
+
+    def _programs_to_hold_out(
+        self, programs: list[str], max_ops: int, num_gen_programs: int
+    ) -> list[str]:
+        """``num_gen_programs`` programs of ``max_ops`` operations, whole functions at a time (every
+        spelling of a function together), chosen in an order seeded by :attr:`seed` among the
+        functions that no shorter program computes."""
         function_of = self.functions(programs)
         shorter = {function_of[p] for p in programs if len(p) < max_ops}
         spellings: dict[tuple[str, ...], list[str]] = {}  # a new function -> its programs
@@ -426,7 +442,7 @@ class StringProgramTask(Seq2SeqTask):
                 f"operations whose function no shorter program computes), got {num_gen_programs}"
             )
         longest = [p for p in programs if len(p) == max_ops]
-        random.Random(f"{seed}/programs").shuffle(longest)
+        random.Random(f"{self.seed}/programs").shuffle(longest)
         held_out: list[str] = []
         for program in longest:  # whole functions, in a seeded order, until the count is reached
             new = spellings.get(function_of[program], [])
@@ -437,14 +453,7 @@ class StringProgramTask(Seq2SeqTask):
                 f"cannot hold out exactly num_gen_programs={num_gen_programs} programs with every "
                 f"spelling of their functions (got {len(held_out)}); choose another count"
             )
-        self.gen_programs = sorted(held_out)
-        self.train_programs = [p for p in programs if p not in held_out]
-        self.vocab = Vocab(self.OPERATIONS + alphabet + ":", pad_id=pad_id)
-        self.valid_pairs = self._held_out("valid", self.train_programs, num_valid)
-        self.test_pairs = self._held_out("test", self.train_programs, num_test)
-        self.generalisation_pairs = self._held_out(
-            "generalisation", self.gen_programs, num_gen if held_out else 0
-        )
+        return held_out
 
     @classmethod
     def split_of(cls, text: str) -> str:

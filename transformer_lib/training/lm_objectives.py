@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._arguments import check_real
 from .train import IGNORE_INDEX, LM_BATCHES, Trainer
 
 __all__ = [
@@ -42,8 +43,7 @@ def mask_tokens(
     tokens or the mask itself. Keeping 10% unchanged makes the model produce a useful prediction for
     every token it sees, not only for ``mask_id`` (which never appears when the model is used).
     """
-    if not 0.0 < rate <= 1.0:
-        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    check_real("rate", rate, "in (0, 1]")
     maskable = torch.ones_like(tokens, dtype=torch.bool)
     for i in special_ids:
         maskable &= tokens != i

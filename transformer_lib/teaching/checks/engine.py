@@ -90,9 +90,10 @@ class Entry:
     """One form of a check (``variant`` names it when the check has several, as
     ``check_causal_mask``'s ``"with_cache"``; the public function picks it explicitly).
 
-    ``reference``: the right function or, when ``builds``, a factory ``(student module, *args,
-    **kwargs) -> reference module`` holding the student's weights; or, with nothing to compare
-    with, a ``verdict(result, case) -> report`` that raises :class:`Failure` when the code fails."""
+    ``reference``: the right function or, when ``builds``, a factory
+    ``(student module, *args, **kwargs) -> reference module`` holding the student's weights; or,
+    with nothing to compare with, a ``verdict(result, case) -> report`` that raises :class:`Failure`
+    when the code fails."""
 
     check: str  # the public check's name: "check_attention"
     what: str  # how messages name the student's code: "your attention"
@@ -135,8 +136,8 @@ _SHOWN: set = set()  # (file, line, category, text) of the student-code warnings
 
 
 def _stub_code(exc: NotImplementedError):
-    """The code object of the learner's function that raised ``exc`` from a ``raise
-    NotImplementedError`` line, or None when it was raised elsewhere."""
+    """The code object of the learner's function that raised ``exc`` from a
+    ``raise NotImplementedError`` line, or None when it was raised elsewhere."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next

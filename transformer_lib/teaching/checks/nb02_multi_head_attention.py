@@ -44,9 +44,9 @@ __all__ = [
 
 
 def _attention_cases() -> list[Case]:
-    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for ``MyMHA(16,
-    4)``, and a module with h != d_k, ``MyMHA(24, 3)`` (d_k = 8): splitting into d_k heads of h
-    features shows there."""
+    """Self-attention (no mask, causal, per-sequence padding) and cross-attention, for
+    ``MyMHA(16, 4)``, and a module with h != d_k, ``MyMHA(24, 3)`` (d_k = 8): splitting into d_k
+    heads of h features shows there."""
     gen, build, wide = draw.generator(), ((16, 4), {}), ((24, 3), {})
     x, memory = draw.randn(gen, 3, 5, 16, grad=True), draw.randn(gen, 3, 7, 16, grad=True)
     x24, memory24 = draw.randn(gen, 3, 5, 24, grad=True), draw.randn(gen, 3, 7, 24)
@@ -223,10 +223,10 @@ COMBINE_HEADS = Entry(
 
 
 def _fused_qkv(qkv, num_heads, *, order=("head", "qkv", "feature"), transpose=True):
-    """Split a fused projection's output ``(B, T, 3 * h * d_k)`` into ``(q, k, v)``, each ``(B, h,
-    T, d_k)``. ``order``: how each token's features are laid out, slowest axis first; GPT-NeoX's
-    ``query_key_value`` layer (the default): per head, that head's query, key and value, ``(h, 3,
-    d_k)``. ``("qkv", "head", "feature")`` is section 4's layout, ``[Q | K | V]``;
+    """Split a fused projection's output ``(B, T, 3 * h * d_k)`` into ``(q, k, v)``, each
+    ``(B, h, T, d_k)``. ``order``: how each token's features are laid out, slowest axis first;
+    GPT-NeoX's ``query_key_value`` layer (the default): per head, that head's query, key and value,
+    ``(h, 3, d_k)``. ``("qkv", "head", "feature")`` is section 4's layout, ``[Q | K | V]``;
     ``transpose=False`` forgets to move the heads before T, ``transpose="reshape"`` reshapes
     ``(B, T, h, d_k)`` straight to ``(B, h, T, d_k)`` (the mistakes' knobs)."""
     batch, length, width = qkv.shape

@@ -2,9 +2,9 @@
 module.
 
 ``check_positional_encoding`` has two entries, picked by what the learner passes:
-``POSITIONAL_TABLE`` (variant ``"table"``) for a function ``(d_model, max_len) -> (max_len,
-d_model)``, ``POSITIONAL_MODULE`` (variant ``"module"``) for a class that stores the table as a
-buffer and adds it.
+``POSITIONAL_TABLE`` (variant ``"table"``) for a function
+``(d_model, max_len) -> (max_len, d_model)``, ``POSITIONAL_MODULE`` (variant ``"module"``) for a
+class that stores the table as a buffer and adds it.
 """
 
 import math
@@ -196,8 +196,8 @@ ENTRIES = (POSITIONAL_TABLE, POSITIONAL_MODULE, SINUSOIDAL_HALVES)
 
 def check_positional_encoding(encoding) -> CheckResult:
     """A function ``encoding(d_model, max_len) -> (max_len, d_model)`` table, or a class
-    ``encoding(d_model, max_len)`` that stores the table as a buffer and whose ``forward(x (B, T,
-    d_model))`` adds it to ``x``."""
+    ``encoding(d_model, max_len)`` that stores the table as a buffer and whose
+    ``forward(x (B, T, d_model))`` adds it to ``x``."""
     # an instance goes to the module entry, which says "the class"
     module = is_instance(encoding, type | nn.Module)  # False where even isinstance raises
     return judge(POSITIONAL_MODULE if module else POSITIONAL_TABLE, encoding)
@@ -205,10 +205,10 @@ def check_positional_encoding(encoding) -> CheckResult:
 
 def check_sinusoidal_halves(encoding) -> CheckResult:
     """Check ``encoding(d_model, max_len) -> (max_len, d_model)``: the sinusoidal table in the
-    "halves" layout (MarianMT's): ``ceil(d_model / 2)`` sines, ``sin(pos *
-    w_i)`` for i = 0, 1, ..., then ``floor(d_model / 2)`` cosines, ``cos(pos * w_i)``, with the
-    paper's ``w_i = 10000^(-2i/d_model)``; odd widths too. Returns a CheckResult: truthy when it
-    passed; it prints as one friendly paragraph."""
+    "halves" layout (MarianMT's): ``ceil(d_model / 2)`` sines, ``sin(pos * w_i)`` for i = 0, 1,
+    ..., then ``floor(d_model / 2)`` cosines, ``cos(pos * w_i)``, with the paper's
+    ``w_i = 10000^(-2i/d_model)``; odd widths too. Returns a CheckResult: truthy when it passed; it
+    prints as one friendly paragraph."""
     return judge(SINUSOIDAL_HALVES, encoding)
 
 

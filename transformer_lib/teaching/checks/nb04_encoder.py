@@ -37,9 +37,9 @@ def _layer_norm_cases() -> list[Case]:
     (variance 0) and near-constant ones (variance 1e-6 and 1e-4), where eps decides the output."""
     cases = draw.floats([(3, 4, 8), (5, 8)], ((8,), {}))
     gen = draw.generator()
-    # (3, d_model): token 0 constant; tokens 1 and 2 almost, near 0 so that float32 rounding stays
-    # far below the tolerance in every correct way of writing the variance (E[x^2] - E[x]^2 too)
-    flat = torch.tensor([2.0, 0.0, 0.0])[:, None].repeat(1, 8)
+    # token 0 constant; tokens 1 and 2 almost, near 0 so that float32 rounding stays far below the
+    # tolerance in every correct way of writing the variance (E[x^2] - E[x]^2 too)
+    flat = torch.tensor([2.0, 0.0, 0.0])[:, None].repeat(1, 8)  # (3, d_model)
     flat[1] += 1e-3 * torch.randn(8, generator=gen)
     flat[2] += 1e-2 * torch.randn(8, generator=gen)
     return [
@@ -567,10 +567,10 @@ def check_encoder(module_class: type) -> CheckResult:
 def check_encoder_layer(module_class: type) -> CheckResult:
     """Check the class ``MyEncoderLayer(d_model, num_heads, d_ff, norm_first=False)`` with
     ``forward(x, mask=None)`` against ``tl.EncoderLayer`` holding the same weights (``self_attn``,
-    ``feed_forward``, ``norm1``, ``norm2``, two distinct LayerNorms), post-LN and pre-LN, for ``(16,
-    4, 32)`` and ``(24, 3, 40)`` (h != d_k), with per-sequence padding. ``self_attn`` may return
-    ``(output, weights)`` or the output alone. Returns a CheckResult: truthy when it passed; it
-    prints as one friendly paragraph."""
+    ``feed_forward``, ``norm1``, ``norm2``, two distinct LayerNorms), post-LN and pre-LN, for
+    ``(16, 4, 32)`` and ``(24, 3, 40)`` (h != d_k), with per-sequence padding. ``self_attn`` may
+    return ``(output, weights)`` or the output alone. Returns a CheckResult: truthy when it passed;
+    it prints as one friendly paragraph."""
     return judge(ENCODER_LAYER, module_class)
 
 

@@ -17,8 +17,8 @@ __all__ = ["check_shard_loss"]
 
 
 def _shard_cases() -> list[Case]:
-    """Data-parallel shards of unequal length and padding: ``([(logits, target) per rank], tokens,
-    world_size)``."""
+    """Data-parallel shards of unequal length and padding:
+    ``([(logits, target) per rank], tokens, world_size)``."""
     gen, cases = draw.generator(), []
     for world_size in (2, 3):
         per_rank = []

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..._arguments import check_positions_fit
 from ...model.encoder import EncoderLayer
 from ...model.lm import DecoderOnlyLM, LMConfig
 from ...model.masks import causal_mask
@@ -242,11 +243,7 @@ class WindowLM(nn.Module):
     def forward(self, tokens: torch.Tensor, cache=None, mask=None) -> torch.Tensor:
         if tokens.dim() != 2:
             raise ValueError(f"tokens must be a (B, T) tensor of ids, got {tuple(tokens.shape)}")
-        if tokens.size(1) > self.config.max_len:
-            raise ValueError(
-                f"positions 0..{tokens.size(1) - 1} exceed max_len={self.config.max_len}; use a "
-                "shorter input or a config with a larger max_len"
-            )
+        check_positions_fit(type(self).__name__, 0, tokens.size(1), self.config.max_len)
         return self.table[_window_context(tokens[:, :1], tokens, self.table.size(1))]  # (B, T, V)
 
 
@@ -893,9 +890,9 @@ def check_next_token_loss(next_token_loss: Callable) -> CheckResult:
 
 
 def check_generate(generate: Callable) -> CheckResult:
-    """Check the sampling loop ``generate(model, prompt (B, T0), max_new_tokens, temperature,
-    generator) -> (B, T0 + max_new_tokens)``: crop to the last ``max_len`` tokens, sample from
-    ``softmax(logits / temperature)`` with ``generator``, append. On a model whose next token
+    """Check the sampling loop ``generate(model, prompt, max_new_tokens, temperature, generator)``,
+    ``prompt (B, T0)`` -> ``(B, T0 + max_new_tokens)``: crop to the last ``max_len`` tokens, sample
+    from ``softmax(logits / temperature)`` with ``generator``, append. On a model whose next token
     depends on the first and the last token of the window it reads, it compares each token's chance
     in each window (40,000 rows) with the exact value, and reruns with seeds.
     Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
@@ -910,11 +907,12 @@ def check_gpt_block(gpt_block: Callable) -> CheckResult:
 
 
 def check_mask_tokens(mask_tokens: Callable) -> CheckResult:
-    """Check BERT's recipe ``mask_tokens(tokens, mask_id, vocab_size, special_ids, rate,
-    generator) -> (inputs, targets)``: ``rate`` of the non-special tokens picked, 80/10/10 <mask>,
-    random, unchanged, only they scored; each position picked on its own, each replacement drawn
-    afresh, every random number from ``generator``.
-    Returns a CheckResult: truthy when it passed; it prints as one friendly paragraph."""
+    """Check BERT's recipe
+    ``mask_tokens(tokens, mask_id, vocab_size, special_ids, rate, generator) -> (inputs, targets)``:
+    ``rate`` of the non-special tokens picked, 80/10/10 <mask>, random, unchanged, only they scored;
+    each position picked on its own, each replacement drawn afresh, every random number from
+    ``generator``. Returns a CheckResult: truthy when it passed; it prints as one friendly
+    paragraph."""
     return judge(MASK_TOKENS, mask_tokens)
 
 

@@ -370,9 +370,9 @@ ENTRIES = (MERGE_STEP,)
 
 
 def check_merge_step(merge_step: Callable) -> CheckResult:
-    """Check ``merge_step(words) -> (pair, merged)`` for one step of BPE on ``{tuple of symbols:
-    count}``; see the module docstring for the rule. Returns a CheckResult: truthy when it passed;
-    it prints as one paragraph."""
+    """Check ``merge_step(words) -> (pair, merged)`` for one step of BPE on
+    ``{tuple of symbols: count}``; see the module docstring for the rule. Returns a CheckResult:
+    truthy when it passed; it prints as one paragraph."""
     return judge(MERGE_STEP, merge_step)
 
 

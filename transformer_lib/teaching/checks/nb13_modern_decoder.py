@@ -175,8 +175,8 @@ LAYOUTS = {
 def _rotate(
     x: torch.Tensor, positions: torch.Tensor, theta: float, layout: str, exponent: str = "right"
 ):
-    """``x (B, h, T, d_k)`` rotated pair by pair: pair ``i`` turns by ``position *
-    theta^(-2i/d_k)``; ``exponent`` writes a known mistake of that frequency."""
+    """``x (B, h, T, d_k)`` rotated pair by pair: pair ``i`` turns by
+    ``position * theta^(-2i/d_k)``; ``exponent`` writes a known mistake of that frequency."""
     d_k = x.size(-1)
     i = torch.arange(d_k // 2, dtype=torch.float64)
     frequency = {
@@ -723,28 +723,28 @@ ENTRIES = (RMS_NORM, ROTARY_ATTENTION, SWIGLU, REPEAT_KV, KV_HEADS_FOR_BUDGET)
 
 def check_rms_norm(module_class: type) -> CheckResult:
     """Check the class ``MyRMSNorm(d_model, eps=1e-5)``, with a learned gain ``weight`` (shape
-    ``(d_model,)``, starting at 1) and no shift, against ``tl.RMSNorm``: ``x / sqrt(mean(x^2) + eps)
-    * weight`` over each token's features, on tokens with a large mean and tokens near zero;
-    gradients match. Returns a CheckResult: truthy when it passed; it prints as one friendly
-    paragraph."""
+    ``(d_model,)``, starting at 1) and no shift, against ``tl.RMSNorm``:
+    ``x / sqrt(mean(x^2) + eps) * weight`` over each token's features, on tokens with a large mean
+    and tokens near zero; gradients match. Returns a CheckResult: truthy when it passed; it prints
+    as one friendly paragraph."""
     return judge(RMS_NORM, module_class)
 
 
 def check_rotary_attention(rotary_attention: Callable) -> CheckResult:
-    """Check ``rotary_attention(q, k, v, start, theta) -> (B, h, T_q, d_k)``: the queries ``(B, h,
-    T_q, d_k)`` of the tokens at positions ``start..start+T_q-1`` attend causally to the keys and
-    values ``(B, h, T_k, d_k)`` at positions ``0..T_k-1`` (``T_k = start + T_q``), queries and keys
-    rotated by their positions with frequencies ``theta^(-2i/d_k)``. Either pair layout passes
-    (interleaved or rotate-half) and the message names it. Returns a CheckResult: truthy when it
-    passed; it prints as one friendly paragraph."""
+    """Check ``rotary_attention(q, k, v, start, theta) -> (B, h, T_q, d_k)``: the queries
+    ``(B, h, T_q, d_k)`` of the tokens at positions ``start..start+T_q-1`` attend causally to the
+    keys and values ``(B, h, T_k, d_k)`` at positions ``0..T_k-1`` (``T_k = start + T_q``), queries
+    and keys rotated by their positions with frequencies ``theta^(-2i/d_k)``. Either pair layout
+    passes (interleaved or rotate-half) and the message names it. Returns a CheckResult: truthy when
+    it passed; it prints as one friendly paragraph."""
     return judge(ROTARY_ATTENTION, rotary_attention)
 
 
 def check_swiglu(module_class: type) -> CheckResult:
     """Check the class ``MySwiGLU(d_model, d_ff)`` with bias-free ``gate``, ``up`` (d_model -> d_ff)
-    and ``down`` (d_ff -> d_model) against the library's SwiGLU feed-forward ``down(silu(gate(x)) *
-    up(x))`` holding the same weights; gradients match. Returns a CheckResult: truthy when it
-    passed; it prints as one friendly paragraph."""
+    and ``down`` (d_ff -> d_model) against the library's SwiGLU feed-forward
+    ``down(silu(gate(x)) * up(x))`` holding the same weights; gradients match. Returns a
+    CheckResult: truthy when it passed; it prints as one friendly paragraph."""
     return judge(SWIGLU, module_class)
 
 

@@ -86,8 +86,8 @@ def attend(
 
 
 def sublayer(x, sublayer, norm, pre: bool, residual: bool = True) -> torch.Tensor:
-    """Post-LN ``norm(x + f(x))`` or pre-LN ``x + f(norm(x))``; ``residual=False`` forgets the ``x
-    +``."""
+    """Post-LN ``norm(x + f(x))`` or pre-LN ``x + f(norm(x))``; ``residual=False`` forgets the
+    ``x +``."""
     y = sublayer(norm(x) if pre else x)
     y = x + y if residual else y
     return y if pre else norm(y)
