@@ -967,7 +967,8 @@ def _own_code(student) -> set:
 
 def judge(entry: Entry, student) -> CheckResult:
     """Run ``entry`` on the student's code; the result, named after ``entry.check``, is a message,
-    never an error (a KeyboardInterrupt, the learner's own, still stops it)."""
+    never an error (a KeyboardInterrupt, the learner's own, still stops it; so does the time limit
+    of an outer check whose student code runs this one, for that check to report)."""
     try:
         return _judge(entry, student)
     except (KeyboardInterrupt, _Timeout):  # a timeout: of student code that runs this check
