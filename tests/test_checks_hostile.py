@@ -3,6 +3,9 @@ never raise or hang on hostile student code, and leave no state behind; correct 
 other styles still pass."""
 
 import math
+import signal
+import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
 from itertools import pairwise
@@ -13,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer_lib as tl
-from transformer_lib.teaching.checks import nb12_translation
+from transformer_lib.teaching.checks import engine, nb12_translation
 from transformer_lib.teaching.checks import nb13_modern_decoder as nb13
 
 # --- plain wrong answers that passed --------------------------------------------------------------
@@ -434,3 +437,125 @@ def test_settings_student_code_changes_are_restored_and_change_no_verdict():
         torch.are_deterministic_algorithms_enabled(),
     )
     assert after == before
+
+
+# --- student code that never returns --------------------------------------------------------------
+
+LIMIT_S = 1.0  # the time limit these tests give a check (engine.TIME_LIMIT_S), to stay quick
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    if not engine._can_limit():  # another thread or Windows: no limit, an endless loop would hang
+        pytest.skip("no time limit here (SIGALRM only in the main thread, on POSIX)")
+    monkeypatch.setattr(engine, "TIME_LIMIT_S", LIMIT_S)
+
+
+def _endless(q, k, v, mask=None):
+    while True:
+        pass
+
+
+def _endless_that_catches_exception(q, k, v, mask=None):
+    while True:
+        try:
+            while True:
+                pass
+        except Exception:
+            pass
+
+
+def _sleeps(q, k, v, mask=None):
+    time.sleep(3600)
+
+
+def _right_but_too_late(q, k, v, mask=None):
+    try:
+        while True:
+            pass
+    except BaseException:  # swallows the alarm, then answers right: too late, still a failure
+        return tl.scaled_dot_product_attention(q, k, v, mask)
+
+
+def _runs_a_check_that_loops(q, k, v, mask=None):
+    tl.checks.check_attention(_endless)  # the outer check's limit answers for it
+    return tl.scaled_dot_product_attention(q, k, v, mask)
+
+
+class _EndlessForward(tl.MultiHeadAttention):
+    def forward(self, *args, **kwargs):
+        while True:
+            pass
+
+
+def _timed(check, code):
+    start = time.monotonic()
+    result = check(code)
+    return result, time.monotonic() - start
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        _endless,
+        _endless_that_catches_exception,
+        _sleeps,
+        _right_but_too_late,
+        _runs_a_check_that_loops,
+    ],
+)
+def test_student_code_that_never_returns_fails_the_check_in_bounded_time(short_limit, code):
+    result, seconds = _timed(tl.checks.check_attention, code)
+    assert not result and f"did not return within the {LIMIT_S:g} s" in result.message
+    assert "your attention" in result.message and "endless loop" in result.message
+    assert seconds < LIMIT_S + 3
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_an_endless_forward_fails_the_module_check_in_bounded_time(short_limit):
+    result, seconds = _timed(tl.checks.check_multi_head_attention, _EndlessForward)
+    assert not result and f"did not return within the {LIMIT_S:g} s" in result.message
+    assert "your module" in result.message
+    assert seconds < LIMIT_S + 3
+
+
+def test_the_time_limit_is_for_all_the_calls_of_a_check_together(short_limit):
+    def slow(q, k, v, mask=None):  # each call well within the limit, all of them not
+        time.sleep(LIMIT_S / 3)
+        return tl.scaled_dot_product_attention(q, k, v, mask)
+
+    result, seconds = _timed(tl.checks.check_attention, slow)
+    assert not result and "did not return within" in result.message
+    assert seconds < LIMIT_S + 3
+
+
+def test_the_time_limit_puts_back_the_previous_alarm_handler_and_timer(short_limit):
+    rang: list = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: rang.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 60.0)
+        assert not tl.checks.check_attention(_endless)
+        handler, (left, _) = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
+        assert rang == [] and 50 < left < 60
+        assert handler is not engine._ring and handler is not previous
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # the learner's timer, shorter than a check
+        assert tl.checks.check_attention(tl.scaled_dot_product_attention)
+        deadline = time.monotonic() + 5
+        while not rang and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rang == [signal.SIGALRM]  # it rang, in the learner's handler, during or after
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_correct_answers_pass_under_the_time_limit_and_in_another_thread():
+    assert tl.checks.check_attention(tl.scaled_dot_product_attention)
+    assert tl.checks.check_multi_head_attention(tl.MultiHeadAttention)
+    results = []
+    thread = threading.Thread(
+        target=lambda: results.append(tl.checks.check_attention(tl.scaled_dot_product_attention))
+    )
+    thread.start()
+    thread.join()
+    assert results and results[0]  # no limit there (signals reach the main thread only)

@@ -7,7 +7,8 @@ becomes a message, formatted defensively, and what a check reads of it is bounde
 (:func:`stored_items`). Each side gets its own copy of the arguments; the references run on the
 library's and torch's functions as they were when the checks were imported, whatever student code
 monkeypatched, and :func:`_isolated` gives the learner back their random streams, functions and
-torch settings.
+torch settings. Student code runs under a time limit (:func:`_time_limit`): an endless loop fails
+the check with a message instead of hanging it.
 """
 
 import contextlib
@@ -15,8 +16,11 @@ import copy
 import linecache
 import math
 import random
+import signal
 import sys
 import sysconfig
+import threading
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -225,14 +229,143 @@ def _failure(what: str, exc: BaseException) -> Failure:
     )
 
 
-def _call(what: str, fn: Callable, *args, **kwargs):
-    """Run student code; turn its exceptions, and a softmax without an axis, into a friendly
-    failure. Its other warnings are shown (once each), whether or not it raised."""
-    caught: list = []
+# The seconds of student code a check allows, all its calls together. The reference solutions
+# (solutions/) use at most 0.5 s of it (check_generate's my_generate; one thread, on a 2-core
+# machine shared with other jobs): a slow laptop or a correct but loopy answer is far from it. The
+# training in check_table3_row is the check's own code, not the learner's, and does not count.
+TIME_LIMIT_S = 15.0
+_AGAIN_S = 0.25  # a swallowed alarm (a bare `except:` in the loop) rings again this soon
+# torch's first broadcast_shapes, which the library's argument checks call, imports sympy (a second
+# or more): done here, so that no learner's time limit pays for it
+torch.broadcast_shapes((1,), (1,))
+
+
+class _Timeout(BaseException):
+    """The time limit's alarm, raised inside student code. A BaseException, as KeyboardInterrupt
+    is: an ``except Exception`` in student code lets it through."""
+
+
+@dataclass
+class _Alarm:
+    """The time limit under way: ``armed`` while student code runs under it (one at a time: a
+    check run inside student code runs under the outer limit), until ``deadline``
+    (``time.monotonic()``); ``fired`` once it has rung; ``foreign`` when the learner's own SIGALRM
+    came in meanwhile (their timer ran out just before the limit replaced it)."""
+
+    armed: bool = False
+    fired: bool = False
+    foreign: bool = False
+    deadline: float = 0.0
+
+
+_ALARM = _Alarm()
+
+
+def _ring(signum, frame) -> None:
+    """SIGALRM's handler while a limit is armed: raise :class:`_Timeout` in the running code, and
+    ring again soon, should that code swallow it and go on. A SIGALRM before the deadline is the
+    learner's own: noted (it is raised again once their handler is back) and the limit kept."""
+    if not _ALARM.armed:
+        return
+    left = _ALARM.deadline - time.monotonic()
+    if left > 0 and not _ALARM.fired:
+        _ALARM.foreign = True
+        signal.setitimer(signal.ITIMER_REAL, left)
+        return
+    _ALARM.fired = True
+    signal.setitimer(signal.ITIMER_REAL, _AGAIN_S)
+    raise _Timeout
+
+
+def _can_limit() -> bool:
+    """Whether a time limit can be set here: ``signal.setitimer`` exists (not on Windows), this is
+    the main thread (the only one a signal handler may be set in and runs in), and the current
+    SIGALRM handler was set from Python (so that it can be put back)."""
+    return (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGALRM) is not None
+    )
+
+
+@contextlib.contextmanager
+def _time_limit():
+    """Run the body (student code) with what is left of the check's :data:`TIME_LIMIT_S`
+    (:class:`_Run`'s ``seconds``; a full one outside a check); yields whether this limit is the
+    one that answers for a :class:`_Timeout` (False inside a limit already armed: the outer one
+    does).
+
+    On POSIX, in the main thread (a Jupyter kernel runs cells there): ``signal.setitimer`` arms
+    SIGALRM, whose handler raises :class:`_Timeout` in student code and, if that code swallows it
+    (a bare ``except:``), raises it again every :data:`_AGAIN_S` s; once it has rung, the body
+    ends in :class:`_Timeout` whatever the code did next (returned a right answer, raised another
+    error), so a late answer never passes. The previous handler and timer are put back after (a
+    timer that ran out meanwhile rings then). Where that is not possible (Windows, another thread,
+    a handler set outside Python) student code runs without a limit. Not stopped: one call into C
+    that does not return (a huge matrix product ends first, then the alarm rings), and an endless
+    loop that catches every exception (``except BaseException:`` or a bare ``except:`` inside it)
+    swallows each alarm, as it swallows Ctrl-C."""
+    if _ALARM.armed or not _can_limit():
+        yield False
+        return
+    run = _RUNS[-1] if _RUNS else None
+    seconds = max(run.seconds if run else TIME_LIMIT_S, 1e-3)
+    previous = signal.signal(signal.SIGALRM, _ring)
+    start = time.monotonic()
+    _ALARM.fired, _ALARM.foreign, _ALARM.deadline = False, False, start + seconds
+    _ALARM.armed = True
+    delay, interval = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        with warnings.catch_warnings(record=True) as caught, torch.enable_grad(), _as_learner():
+        yield True
+    finally:
+        while True:  # the alarm may ring once more before it is off
+            try:
+                _ALARM.armed = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                break
+            except _Timeout:
+                continue
+        spent = time.monotonic() - start
+        signal.signal(signal.SIGALRM, previous)
+        if delay:
+            signal.setitimer(signal.ITIMER_REAL, max(delay - spent, 1e-6), interval)
+        if _ALARM.foreign:
+            signal.raise_signal(signal.SIGALRM)
+        if run:
+            run.seconds -= spent
+        if _ALARM.fired:
+            raise _Timeout
+
+
+def _too_slow(what: str) -> Failure:
+    return Failure(
+        f"{what} did not return within the {TIME_LIMIT_S:g} s this check gives your code (all "
+        "its calls together), so the check stopped it: an endless loop (a `while` whose condition "
+        "never turns False, a `break` never reached) or a far too slow approach (a Python loop "
+        "over every element where one tensor operation does it). Hint: run it by hand on a small "
+        "input; if it does not finish, interrupt the kernel and read where it stopped."
+    )
+
+
+def _call(what: str, fn: Callable, *args, **kwargs):
+    """Run student code under the check's time limit (:func:`_time_limit`); turn its exceptions, a
+    timeout, and a softmax without an axis, into a friendly failure. Its other warnings are shown
+    (once each), whether or not it raised."""
+    caught: list = []
+    answers = False  # whether this call's time limit answers for a timeout
+    try:
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            torch.enable_grad(),
+            _as_learner(),
+            _time_limit() as answers,
+        ):
             warnings.simplefilter("always")
             return fn(*args, **kwargs)
+    except _Timeout:
+        if not answers:  # a call inside student code: the outer limit answers
+            raise
+        raise _too_slow(what) from None
     except NotImplementedError as exc:
         code = _stub_code(exc)
         raise (_Stub(code) if code else _failure(what, exc)) from None
@@ -718,6 +851,7 @@ class _Run:
 
     settings: dict
     functions: list
+    seconds: float  # what is left of the time limit (TIME_LIMIT_S) for student code
 
 
 _RUNS: list[_Run] = []  # the check under way (a check that runs a check nests)
@@ -793,7 +927,7 @@ def _isolated():
             stack.enter_context(torch.autocast("cpu", enabled=False))
             if torch.cuda.is_available():
                 stack.enter_context(torch.autocast("cuda", enabled=False))
-            _RUNS.append(_Run(_settings(), functions))
+            _RUNS.append(_Run(_settings(), functions, TIME_LIMIT_S))
             try:
                 yield
             finally:
@@ -834,10 +968,11 @@ def _own_code(student) -> set:
 
 def judge(entry: Entry, student) -> CheckResult:
     """Run ``entry`` on the student's code; the result, named after ``entry.check``, is a message,
-    never an error (a KeyboardInterrupt, the learner's own, still stops it)."""
+    never an error (a KeyboardInterrupt, the learner's own, still stops it; so does the time limit
+    of an outer check whose student code runs this one, for that check to report)."""
     try:
         return _judge(entry, student)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Timeout):  # a timeout: of student code that runs this check
         raise
     # the last guard: even formatting what student code handed back failed
     except BaseException as exc:
@@ -868,7 +1003,7 @@ def _judge(entry: Entry, student) -> CheckResult:
         )
     except Failure as failure:
         return CheckResult(name, False, f"❌ {name}: {failure}")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Timeout):
         raise
     # the student's result broke the comparison itself (an odd type, say)
     except BaseException as exc:
