@@ -75,6 +75,40 @@ def test_section_4s_library_function_is_named_for_the_never_ids():
     assert not result and "never a right answer" in result.message, result.message
 
 
+def test_the_target_taking_a_share_of_eps_is_named():
+    """Reading "eps is shared by the ids that can still be a right answer" with the target among
+    them: rows still sum to 1, and the hint says the target keeps exactly 1 - eps."""
+
+    def target_shares(target, vocab_size, eps, pad_id, never):
+        allowed = torch.ones(vocab_size)
+        allowed[[pad_id, *never]] = 0.0  # (V,)
+        dist = (allowed * eps / allowed.sum()).expand(len(target), -1).clone()  # (N, V)
+        dist[torch.arange(len(target)), target] += 1 - eps
+        dist[target == pad_id] = 0.0
+        return dist
+
+    result = tl.checks.check_smoothing_never(target_shares)
+    assert not result and "it keeps exactly 1 - eps" in result.message, result.message
+
+
+def test_an_error_names_the_case_that_raised_it():
+    """``torch.tensor(never)`` is a float tensor for ``never=[]``, which cannot index: the message
+    says which case raised."""
+
+    def float_index(target, vocab_size, eps, pad_id, never):
+        dist = solution.my_smoothed_targets(target, vocab_size, eps, pad_id, never)
+        dist[:, torch.tensor(never)] = 0.0
+        return dist
+
+    result = tl.checks.check_smoothing_never(float_index)
+    assert not result and "never=[]" in result.message and "IndexError" in result.message
+
+
+def test_the_generic_hints_ask_and_do_not_give_the_formula():
+    for entry in (nb06.SMOOTHING_NEVER, nb06.STEPS_TO_FRACTION):
+        assert "?" in entry.hint and "len(never))" not in entry.hint and "<=" not in entry.hint
+
+
 def test_the_cases_tell_the_three_wrong_denominators_apart():
     """V - 2, V - 1 - len(never) and V - len(never) coincide when len(never) is 1 or 2: the first
     case has three ids in `never`, so each wrong count earns its own hint there."""
@@ -119,6 +153,29 @@ def test_each_schedule_mistake_gets_its_own_hint(mistake):
     assert not result and mistake.hint in result.message, result.message
 
 
+def _loop_from_step_1(fraction, warmup):
+    peak = tl.noam_lr(warmup, 512, warmup)
+    step = 1
+    while tl.noam_lr(step, 512, warmup) > fraction * peak:
+        step += 1
+    return step  # 1: the rate at step 1 is already below the fraction
+
+
+@pytest.mark.parametrize(
+    "steps_to_fraction",
+    [
+        lambda fraction, warmup: fraction * warmup,
+        _loop_from_step_1,
+        lambda fraction, warmup: warmup,
+    ],
+    ids=["fraction * warmup", "a loop from step 1", "the peak itself"],
+)
+def test_any_answer_at_or_before_the_peak_is_told_it_is_on_the_warm_up_side(steps_to_fraction):
+    result = tl.checks.check_steps_to_fraction(steps_to_fraction)
+    assert not result and "warm-up side" in result.message, result.message
+    assert "index" not in result.message
+
+
 @pytest.mark.parametrize(("fraction", "warmup"), nb06._FRACTION_CASES)
 def test_no_case_sits_on_a_tie_that_float_rounding_could_flip(fraction, warmup):
     exact = Fraction(warmup) / Fraction(fraction) ** 2  # the float fraction's exact value
@@ -129,7 +186,7 @@ def test_no_case_sits_on_a_tie_that_float_rounding_could_flip(fraction, warmup):
 
 
 def test_the_success_message_holds():
-    """'Halving the rate takes 4 x warmup steps, a tenth 100 x warmup.'"""
+    """'The rate halves at step 4 x warmup and falls to a tenth at step 100 x warmup.'"""
     for warmup in (100, 4000):
         for fraction, factor in ((0.5, 4), (0.1, 100)):
             step = factor * warmup

@@ -9,7 +9,7 @@ from functools import partial
 import torch
 
 from ...training.train import noam_lr, smoothed_targets
-from .engine import Case, CheckResult, Entry, Mistake, judge, one_number
+from .engine import Case, CheckResult, Entry, Failure, Mistake, judge, one_number
 from .registry import Exercise, Question
 
 __all__ = ["check_label_smoothing", "check_noam_lr"]
@@ -156,14 +156,28 @@ QUESTIONS = [Question("06", "3", "experiment: the paper's schedule instead of th
 
 
 def _smoothed_never(
-    target, vocab_size, eps, pad_id, never, *, drop=None, zero_never=True, pad_rows=True, add=False
+    target,
+    vocab_size,
+    eps,
+    pad_id,
+    never,
+    *,
+    drop=None,
+    zero_never=True,
+    pad_rows=True,
+    add=False,
+    target_shares=False,
 ):
     """The reference (its knobs write the known mistakes): ``1 - eps`` on the target, ``eps`` spread
     evenly over the ids that can be a right answer other than the target (every id but ``pad_id``,
     the ids in ``never`` and the target: ``V - 2 - len(never)`` of them), 0 on ``pad_id`` and on
     ``never``, all-zero rows where the target is padding. ``drop`` (default ``2 + len(never)``) is
     how many ids the denominator leaves out; ``zero_never=False`` leaves ``never`` its share;
-    ``add=True`` adds ``1 - eps`` to the target's share instead of setting it."""
+    ``add=True`` adds ``1 - eps`` to the target's share instead of setting it; ``target_shares``
+    reads "shared by the ids that can be a right answer" as taking the target in: eps over
+    ``V - 1 - len(never)`` ids, the target's share added to its ``1 - eps`` (rows sum to 1)."""
+    if target_shares:
+        drop, add = 1 + len(never), True
     drop = 2 + len(never) if drop is None else drop
     rows = target.reshape(-1, 1)  # (N, 1)
     dist = torch.full((rows.size(0), vocab_size), eps / (vocab_size - drop))  # (N, V)
@@ -196,6 +210,16 @@ def _smoothing_never_cases() -> list[Case]:
             "case)",
         ),
     ]
+
+
+def _run_naming_the_case(code, case: Case):
+    """``code(*case.args)``; when the learner's code raised, the message names the case it raised
+    on (an empty ``never`` list is a case of its own: ``torch.tensor([])`` is a float tensor, which
+    cannot index)."""
+    try:
+        return code(*case.args)
+    except Failure as failure:
+        raise Failure(f"{case.about}: {failure}") from None
 
 
 SMOOTHING_NEVER = Entry(
@@ -233,6 +257,12 @@ SMOOTHING_NEVER = Entry(
             partial(_smoothed_never, add=True),
         ),
         Mistake(
+            "the target took a share of eps as well as its 1 - eps: it keeps exactly 1 - eps, and "
+            "eps is shared by the other ids that can be a right answer only (the row sums to 1 "
+            "either way, so check the target's own value).",
+            partial(_smoothed_never, target_shares=True),
+        ),
+        Mistake(
             "a row whose target is padding should be all zero, so it adds nothing to the loss.",
             partial(_smoothed_never, pad_rows=False),
         ),
@@ -241,10 +271,12 @@ SMOOTHING_NEVER = Entry(
             lambda t, v, e, p, n: _smoothed_never(t, v, e, 0, n),
         ),
     ],
-    "Hint: 1 - eps on the target; 0 on <pad> and on every id in `never`; eps / (V - 2 - "
-    "len(never)) on each remaining id; rows of padding all zero. Each row but padding's sums to 1.",
+    "Hint: which ids can never be the right answer (they get 0), and which id already has its "
+    "1 - eps? Count the ids left over: they share eps evenly, and each row but padding's sums to "
+    "1. Rows of padding are all zero.",
     "1 - eps on the target, eps shared by the ids that can be a right answer, nothing on <pad> "
     "or on `never`, whatever `never` holds.",
+    run=_run_naming_the_case,
     atol=1e-6,
 )
 
@@ -282,17 +314,34 @@ def _fraction_cases() -> list[Case]:
     ]
 
 
+_WARM_UP_SIDE = (
+    "that step is not after the peak, it is on the warm-up side: the rate rises "
+    "through that fraction of its peak at step fraction * warmup, and a loop that starts at step 1 "
+    "stops at once, since the rate at step 1 is below that fraction too. The exercise asks for the "
+    "decay: start the search after the peak."
+)
+
+
+def _pick_step(result, case: Case) -> dict:
+    """The answer as one number (``one_number``); any answer at or before the peak, ``<= warmup``,
+    is on the warm-up side (``fraction * warmup``, or 1 from a loop that starts at step 1), and is
+    told so whatever its value."""
+    picked = one_number("step")(result, case)
+    warmup = case.args[1]
+    if picked["step"] <= warmup:  # NaN compares False, and gets the NaN message
+        raise Failure(
+            f"{case.about}: your step is {float(picked['step']):g}, at or before the peak "
+            f"(step {warmup}): {_WARM_UP_SIDE}"
+        )
+    return picked
+
+
 STEPS_TO_FRACTION = Entry(
     "check_steps_to_fraction",
     "your step",
     _steps_to_fraction,
     _fraction_cases,
     [
-        Mistake(
-            "that step is on the warm-up side: the rate rises through that fraction of its peak at "
-            "step fraction * warmup. The exercise asks for the decay, after the peak.",
-            lambda fraction, warmup: fraction * warmup,
-        ),
         Mistake(
             "that is where a rate decaying as 1/step would be: after the peak the paper's rate is "
             "peak * sqrt(warmup / step), so the step must grow by 1 / fraction**2, not 1 / "
@@ -323,11 +372,13 @@ STEPS_TO_FRACTION = Entry(
             lambda fraction, warmup: _steps_to_fraction(fraction, warmup) + 1,
         ),
     ],
-    "Hint: after the peak, noam_lr(step) / noam_lr(warmup) = sqrt(warmup / step); d_model "
-    "cancels. Solve sqrt(warmup / step) <= fraction for the first whole step.",
+    "Hint: after the peak, how does noam_lr(step) compare with noam_lr(warmup)? Write their "
+    "ratio from the formula (d_model cancels), then find the first whole step at which it is at "
+    "most fraction.",
     "the first step after the peak at which the rate is at most that fraction of it: warmup / "
-    "fraction**2, rounded up. Halving the rate takes 4 x warmup steps, a tenth 100 x warmup.",
-    pick=one_number("step"),
+    "fraction**2, rounded up. The rate halves at step 4 x warmup and falls to a tenth at step 100 "
+    "x warmup.",
+    pick=_pick_step,
     atol=0.0,
     rtol=0.0,
 )
