@@ -6,9 +6,9 @@ of 64 dates) from the same initial weights (``seed``) on the same batches (the t
 ``s`` from ``(task seed, s)``), and the exact match on the validation split is read every
 ``eval_every`` steps. Only ``eps`` differs.
 
-Regenerate both committed CSVs (about 14 minutes of one CPU core; the rows depend on the CPU and
-on the order of float sums in the library, so regenerate them after a change of the training code's
-numerics, even one that only reorders a sum):
+Regenerate both committed CSVs (seven runs of about 2-5 minutes each on one CPU core, longer on a
+shared machine; the rows depend on the CPU and on the order of float sums in the library, so
+regenerate them after a change of the training code's numerics, even one that only reorders a sum):
 
     OMP_NUM_THREADS=1 python results/label_smoothing.py --all
 

@@ -603,8 +603,8 @@ def _tensors(value) -> list:
 
 def _check_inputs_unchanged(entry: Entry, case: Case, private: tuple) -> None:
     """Fail, naming the argument, when student code changed an input tensor in place (``q /= ...``,
-    ``q.div_()``): the caller's tensor would change, and in self-attention ``q``, ``k`` and ``v``
-    are one tensor."""
+    ``q.div_()``): the caller's tensor would change (in self-attention ``q``, ``k`` and ``v`` are
+    even one tensor). The message serves every check, so its hint is not about attention alone."""
     for position, (mine, original) in enumerate(
         zip(_tensors(private), _tensors(case.args), strict=False), 1
     ):
@@ -616,9 +616,9 @@ def _check_inputs_unchanged(entry: Entry, case: Case, private: tuple) -> None:
             raise Failure(
                 f"{case.about}: {entry.what} changed its input tensor number {position}, "
                 f"{describe(original)}, in place (`x /= ...`, `x.div_(...)`, `x[...] = ...`, "
-                "`masked_fill_`): the caller's tensor changes too, and in self-attention q, k and "
-                "v are one tensor. Hint: compute a new tensor, `q = q / math.sqrt(d_k)`, `scores "
-                "= scores.masked_fill(...)`, or `.clone()` first."
+                "`masked_fill_`): the caller's tensor changes too (in self-attention q, k and v "
+                "are even one tensor). Hint: compute a new tensor, `x = x / c`, "
+                "`y = x.masked_fill(...)`, or `.clone()` first."
             )
 
 
