@@ -1,5 +1,6 @@
-"""Fake learner code that the checks' tests of several notebooks share."""
+"""Fake learner code, and checks on it, that the checks' tests of several notebooks share."""
 
+import torch
 from torch import nn
 
 import transformer_lib as tl
@@ -34,3 +35,18 @@ def solution(notebook, name):
     import solutions
 
     return solutions.solution(notebook, name)
+
+
+def assert_check_leaves_random_state_alone(check: str) -> None:
+    """Run ``check`` on the course's solution between two draws of the learner's seeded stream: the
+    check must pass and the stream must go on as if the check had not run."""
+    import solutions
+
+    code = next(
+        solutions.solution(e.notebook, e.name) for e in solutions.EXERCISES if e.check == check
+    )
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    assert getattr(tl.checks, check)(code)
+    assert torch.equal(torch.rand(3), expected)
