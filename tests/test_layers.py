@@ -18,6 +18,31 @@ def test_layer_norm_from_scratch_equals_nn_layernorm():
     torch.testing.assert_close(ours(x), theirs(x))
 
 
+def test_layer_norm_equals_the_textbook_form_and_its_gradients():
+    ln = tl.LayerNorm(16)
+    with torch.no_grad():
+        ln.weight.normal_()
+        ln.bias.normal_()
+    x = (torch.randn(3, 5, 16, dtype=torch.float64) * 4 + 2).requires_grad_()
+    ln = ln.double()
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, unbiased=False, keepdim=True)
+    textbook = (x - mean) / torch.sqrt(var + ln.eps) * ln.weight + ln.bias
+    ours = ln(x)
+    torch.testing.assert_close(ours, textbook, rtol=0, atol=1e-6)
+    upstream = torch.randn_like(ours)
+    expected = torch.autograd.grad(textbook, [x, ln.weight, ln.bias], upstream)
+    got = torch.autograd.grad(ours, [x, ln.weight, ln.bias], upstream)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=0, atol=1e-6)
+    # and in float32, the dtype the models train in
+    x32 = torch.randn(4, 7, 16) * 3 - 1
+    ln32 = ln.float()
+    mean, var = x32.mean(-1, keepdim=True), x32.var(-1, unbiased=False, keepdim=True)
+    textbook32 = (x32 - mean) / torch.sqrt(var + ln32.eps) * ln32.weight + ln32.bias
+    torch.testing.assert_close(ln32(x32), textbook32, rtol=0, atol=1e-5)
+
+
 def test_feed_forward_is_two_linears_around_a_relu():
     ffn = tl.PositionwiseFeedForward(8, 32)
     x = torch.randn(2, 3, 8)

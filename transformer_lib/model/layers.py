@@ -85,9 +85,9 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_width(x, self.weight.size(0), "LayerNorm")
-        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # (..., 1)
-        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
+        # (..., d_model): PyTorch's fused kernel of the textbook form (x - mean) / sqrt(var + eps)
+        # * weight + bias (equal to ~1e-6, tests/test_layers.py), several times faster with backward
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
 
 class RMSNorm(nn.Module):
