@@ -49,6 +49,12 @@ def test_label_smoothing_loss_equals_the_textbook_form_and_its_gradients(eps):
     textbook32 = -(dist32 * logits32.view(-1, 9).log_softmax(-1)).sum() / (target32 != 3).sum()
     ours32 = tl.LabelSmoothingLoss(eps, pad_id=3)(logits32, target32)
     torch.testing.assert_close(ours32, textbook32, rtol=0, atol=1e-6)
+    # 16-bit logits (autocast) are scored in float32
+    logits16 = logits32.bfloat16()
+    ours16 = tl.LabelSmoothingLoss(eps, pad_id=3)(logits16, target32)
+    textbook16 = -(dist32 * logits16.float().view(-1, 9).log_softmax(-1)).sum() / 6
+    assert ours16.dtype == torch.float32
+    torch.testing.assert_close(ours16, textbook16, rtol=0, atol=1e-6)
 
 
 def test_label_smoothing_loss_names_shape_mismatch():
