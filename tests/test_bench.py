@@ -222,9 +222,10 @@ def _shrink_the_new_parts(monkeypatch):
             d_model=8,
             num_heads=2,
             repeats=1,
+            rounds=1,
+            gemm_sizes=(16,),
         ),
     )
-    monkeypatch.setattr(bench, "gemm_rate", lambda device, dtype: 1e9)
     monkeypatch.setattr(
         bench,
         "versus_torch_transformer",
@@ -284,12 +285,36 @@ def test_the_default_precision_cases_are_a_launch_bound_and_a_large_model():
 def test_attention_share_of_the_gemm_rate_is_a_fraction_of_a_measured_rate():
     assert bench.gemm_rate(torch.device("cpu"), sizes=(32, 64), repeats=1) > 0
     rows = bench.attention_gemm_share(
-        device=torch.device("cpu"), batch=1, length=8, d_model=16, num_heads=2, repeats=1
+        device=torch.device("cpu"),
+        batch=1,
+        length=8,
+        d_model=16,
+        num_heads=2,
+        repeats=1,
+        rounds=3,
+        gemm_sizes=(32, 64),
     )
     assert [r["variant"] for r in rows] == ["ours, fast path", "nn.MultiheadAttention"]
     for row in rows:
-        assert row["share"] == pytest.approx(row["GFLOP_per_s"] / row["gemm_GFLOP_per_s"])
+        assert row["gemm_size"] in (32, 64) and row["rounds"] == 3
         assert row["dtype"] == "float32" and row["share"] > 0
+
+
+def test_attention_share_is_the_median_of_ratios_timed_side_by_side(monkeypatch):
+    """Each round's share divides attention's rate by the GEMM rate timed in the same round, so a
+    machine that slows down between rounds moves both and leaves the share alone."""
+    clock = iter(range(1, 10**6))  # each timed call gets slower than the last
+    monkeypatch.setattr(bench, "time_call", lambda fn, *a, **k: float(next(clock)))
+    monkeypatch.setattr(bench, "_gemm_rates", lambda device, dtype, sizes, repeats: {4: 1.0})
+    rows = bench.attention_gemm_share(
+        device=torch.device("cpu"), batch=1, length=2, d_model=4, num_heads=1, rounds=3
+    )
+    flops = 8 * 1 * 2 * 4**2 + 4 * 1 * 2**2 * 4
+    # round r times the GEMM, then ours, then theirs, at seconds 3r+1, 3r+2, 3r+3
+    ours = [(flops / (3 * r + 2)) / (2 * 4**3 / (3 * r + 1)) for r in range(3)]
+    theirs = [(flops / (3 * r + 3)) / (2 * 4**3 / (3 * r + 1)) for r in range(3)]
+    assert rows[0]["share"] == pytest.approx(sorted(ours)[1])
+    assert rows[1]["share"] == pytest.approx(sorted(theirs)[1])
 
 
 def test_sdpa_backends_are_a_cuda_comparison():

@@ -559,6 +559,18 @@ def sdpa_backends(
     return rows
 
 
+def _default_gemm_sizes(device: torch.device) -> tuple[int, ...]:
+    """Square sizes for :func:`gemm_rate`: 256-2048 on a CPU, 1024-8192 on a GPU (which reaches its
+    peak only on large matrices)."""
+    return (256, 512, 1024, 2048) if device.type == "cpu" else (1024, 2048, 4096, 8192)
+
+
+def _square_gemm(n: int, device: torch.device, dtype: torch.dtype) -> Callable[[], torch.Tensor]:
+    """One ``(n, n) @ (n, n)`` product in ``dtype`` (``2 n^3`` FLOPs), ready to time."""
+    a, b = (torch.randn(n, n, device=device).to(dtype) for _ in "ab")  # (n, n) each
+    return lambda: a @ b
+
+
 def gemm_rate(
     device: torch.device,
     dtype: torch.dtype = torch.float32,
@@ -566,17 +578,20 @@ def gemm_rate(
     repeats: int = 5,
 ) -> float:
     """The best rate, in FLOP/s, of square matrix products ``(n, n) @ (n, n)`` (``2 n^3`` FLOPs)
-    over ``sizes``, in ``dtype``: the machine's practical ceiling for dense arithmetic. ``sizes``
-    defaults to 256-2048 on a CPU and 1024-8192 on a GPU (which reaches its peak only on large
-    matrices)."""
-    if sizes is None:
-        sizes = (256, 512, 1024, 2048) if device.type == "cpu" else (1024, 2048, 4096, 8192)
-    best = 0.0
-    for n in sizes:
-        a, b = (torch.randn(n, n, device=device).to(dtype) for _ in "ab")
-        seconds = time_call(lambda a=a, b=b: a @ b, device, repeats, 2, min)
-        best = max(best, 2 * n**3 / seconds)
-    return best
+    over ``sizes`` (default :func:`_default_gemm_sizes`), in ``dtype``: the machine's practical
+    ceiling for dense arithmetic."""
+    return max(_gemm_rates(device, dtype, sizes, repeats).values())
+
+
+def _gemm_rates(
+    device: torch.device, dtype: torch.dtype, sizes: tuple[int, ...] | None, repeats: int
+) -> dict[int, float]:
+    """FLOP/s of each square size's product (best of ``repeats``)."""
+    rates = {}
+    for n in sizes or _default_gemm_sizes(device):
+        seconds = time_call(_square_gemm(n, device, dtype), device, repeats, 2, min)
+        rates[n] = 2 * n**3 / seconds
+    return rates
 
 
 def attention_gemm_share(
@@ -587,41 +602,56 @@ def attention_gemm_share(
     d_model: int = 512,
     num_heads: int = 8,
     repeats: int = 10,
+    rounds: int = 5,
+    gemm_sizes: tuple[int, ...] | None = None,
 ) -> list[dict]:
-    """Self-attention's forward FLOP rate as a share of :func:`gemm_rate` (same device, same
+    """Self-attention's forward FLOP rate as a share of the square-GEMM rate (same device, same
     dtype): how close the whole layer (four projections, the scores, softmax, the weighted sum)
     comes to the best a plain matrix product reaches. FLOPs counted: ``8 B T d^2`` for the
     projections and ``4 B T^2 d`` for ``Q K^T`` and ``weights V``. Ours (fast path) and
-    ``nn.MultiheadAttention``, under ``torch.autocast`` for a 16-bit ``dtype``."""
+    ``nn.MultiheadAttention``, under ``torch.autocast`` for a 16-bit ``dtype``.
+
+    The fastest size of ``gemm_sizes`` (see :func:`gemm_rate`) is picked once; then, ``rounds``
+    times, that product and each attention are timed in turn (best of ``repeats`` each), and the
+    share is the median over the rounds of attention's rate over the product's rate in the same
+    round. Pairing them in time keeps a shared machine's changing load out of the ratio: timed
+    apart, one CPU gave shares from 79% to 170% on the same code."""
     device = device or pick_device()
     seed_everything(0)
     ours, theirs = _paired_modules(d_model, num_heads, device)
     x = torch.randn(batch, length, d_model, device=device)  # (B, T, d_model)
     flops = 8 * batch * length * d_model**2 + 4 * batch * length**2 * d_model
-    ceiling = gemm_rate(device, dtype)
+    rates = _gemm_rates(device, dtype, gemm_sizes, 2)
+    n = max(rates, key=rates.get)
+    gemm = _square_gemm(n, device, dtype)
     autocast = (
         torch.autocast(device.type, dtype=dtype)
         if dtype != torch.float32
         else contextlib.nullcontext()
     )
-    rows = []
-    for name, run in (
-        ("ours, fast path", lambda: ours(x, x, x)[0]),
-        ("nn.MultiheadAttention", lambda: theirs(x, x, x, need_weights=False)[0]),
-    ):
-        with torch.no_grad(), autocast:
-            seconds = time_call(run, device, repeats, 3, min)
-        rate = flops / seconds
-        rows.append(
-            {
-                "variant": name,
-                "dtype": str(dtype).removeprefix("torch."),
-                "GFLOP_per_s": rate / 1e9,
-                "gemm_GFLOP_per_s": ceiling / 1e9,
-                "share": rate / ceiling,
-            }
-        )
-    return rows
+    variants = {
+        "ours, fast path": lambda: ours(x, x, x)[0],
+        "nn.MultiheadAttention": lambda: theirs(x, x, x, need_weights=False)[0],
+    }
+    measured: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        gemm_per_s = 2 * n**3 / time_call(gemm, device, repeats, 1, min)
+        for name, run in variants.items():
+            with torch.no_grad(), autocast:
+                seconds = time_call(run, device, repeats, 1, min)
+            measured[name].append((flops / seconds, gemm_per_s))
+    return [
+        {
+            "variant": name,
+            "dtype": str(dtype).removeprefix("torch."),
+            "GFLOP_per_s": statistics.median(rate for rate, _ in pairs) / 1e9,
+            "gemm_GFLOP_per_s": statistics.median(ceiling for _, ceiling in pairs) / 1e9,
+            "gemm_size": n,
+            "share": statistics.median(rate / ceiling for rate, ceiling in pairs),
+            "rounds": rounds,
+        }
+        for name, pairs in measured.items()
+    ]
 
 
 class _TorchTransformerMT(nn.Module):
@@ -890,7 +920,8 @@ def _show_sdpa(device: torch.device, repeats: int) -> None:
 def _show_share(device: torch.device, repeats: int) -> None:
     print(
         "\nSelf-attention forward (B=30, T=200, d_model=512, h=8) as a share of the best "
-        f"square-GEMM rate on {device_name(device)}, same dtype"
+        f"square-GEMM rate on {device_name(device)}, same dtype (share: the median over rounds of "
+        "attention's rate over the GEMM's rate timed beside it; GFLOP/s: medians)"
     )
     for dtype in [torch.float32] + ([torch.bfloat16] if device.type == "cuda" else []):
         _print_table(
@@ -900,6 +931,7 @@ def _show_share(device: torch.device, repeats: int) -> None:
                 ("dtype", "dtype", "s"),
                 ("GFLOP_per_s", "GFLOP/s", ".1f"),
                 ("gemm_GFLOP_per_s", "GEMM GFLOP/s", ".1f"),
+                ("gemm_size", "GEMM n", "d"),
                 ("share", "share", ".0%"),
             ],
         )
