@@ -276,10 +276,24 @@ def test_mixed_precision_times_each_precision_against_float32(monkeypatch):
 def test_the_default_precision_cases_are_a_launch_bound_and_a_large_model():
     cases = bench._precision_cases(torch.device("cpu"))
     assert [label for label, _, _ in cases] == [
-        "cpu_small, 64 dates",
-        "d_model 512, N=1, 4 x 32 tokens",
+        "cpu_small, 32 dates",
+        "d_model 512, N=1, 6 x 32 tokens",
     ]
-    assert cases[1][2]().src.shape == (4, 32)
+    assert cases[1][2]().src.shape == (6, 32)
+
+
+def test_the_larger_cpu_precision_case_does_more_matrix_work_than_the_small_one():
+    """Notebook 09 calls the second case the larger one: its forward pass (and so its step) counts
+    2.7 times the small one's FLOPs (the docstring's 9.1 against 3.4 GFLOP per training step)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counts = []
+    for _, config, make in bench._precision_cases(torch.device("cpu")):
+        batch, model = make(), tl.Transformer(config).eval()
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(batch.src, batch.tgt_in)
+        counts.append(counter.get_total_flops())
+    assert counts[1] / counts[0] == pytest.approx(2.7, abs=0.05)
 
 
 def test_attention_share_of_the_gemm_rate_is_a_fraction_of_a_measured_rate():
