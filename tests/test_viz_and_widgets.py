@@ -5,6 +5,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import copy
 import json
 
 import pytest
@@ -265,6 +266,89 @@ def test_decoding_explorer_steps_through_the_output(date_model):
         and explorer.state["labels"][3] == ""
     )
     torch.testing.assert_close(explorer.state["row"].sum(), torch.tensor(1.0))
+
+
+# --- Devices: a widget that runs a model builds its inputs where the model is (GUIDE §10)
+
+
+def guard_devices(model: torch.nn.Module) -> list:
+    """Forward pre-hooks on every submodule of ``model`` that raise when a tensor argument is not
+    on the device of the model's parameters: a clear AssertionError at the first call that mixes
+    devices. Returns the hook handles (remove them after)."""
+    device = next(model.parameters()).device
+
+    def check(module, args, kwargs):
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, torch.Tensor):
+                assert value.device == device, (
+                    f"{type(module).__name__} got a tensor on {value.device}; the model is on "
+                    f"{device}"
+                )
+
+    return [m.register_forward_pre_hook(check, with_kwargs=True) for m in model.modules()]
+
+
+def attention_explorer_reading_a_new_source(model, vocab) -> widgets.FigureWidget:
+    explorer = widgets.AttentionExplorer(model, vocab, "3 march 1987", max_len=6)
+    assert changed(explorer, "text", "1 may 2001")  # a new source: the fault a reader found
+    assert all(m.device.type == "cpu" for maps in explorer._maps.values() for m in maps)
+    return explorer
+
+
+def decoding_explorer_stepping(model, vocab) -> widgets.FigureWidget:
+    explorer = widgets.DecodingExplorer(model, vocab, "3 march 1987", max_len=6)
+    assert changed(explorer, "step", 2) and explorer.rows.device.type == "cpu"
+    return explorer
+
+
+def head_count_explorer_changing_h(model, vocab) -> widgets.FigureWidget:
+    x = torch.randn(5, 8, device=next(model.parameters()).device)  # (T, d_model), as a model's
+    explorer = widgets.HeadCountExplorer(x)
+    assert changed(explorer, "num_heads", 4)  # its own attention, built beside x
+    return explorer
+
+
+DRIVERS = [
+    attention_explorer_reading_a_new_source,
+    decoding_explorer_stepping,
+    head_count_explorer_changing_h,
+]
+
+
+def assert_drawn_from_cpu_tensors(explorer: widgets.FigureWidget) -> None:
+    assert explorer.error is None and explorer.png
+    tensors = [v for v in explorer.state.values() if isinstance(v, torch.Tensor)]
+    assert tensors and all(t.device.type == "cpu" for t in tensors), explorer.state
+
+
+@pytest.mark.parametrize("drive", DRIVERS)
+def test_model_widgets_build_their_inputs_on_the_models_device_not_the_default(
+    tiny_date_model, drive
+):
+    """A learner's model may be on cuda or mps while torch's default device is the CPU; a widget
+    that built its inputs on the default device would hand the model CPU tensors. This machine has
+    one real device, so the test turns the case around: the model stays on the CPU and the default
+    device becomes ``meta`` (tensors with no data), so a tensor that a widget makes without naming
+    the model's device lands on ``meta``, and the guard, or torch itself, raises. What the
+    picture is drawn from is on the CPU, ready for matplotlib and for a snapshot."""
+    model, vocab = tiny_date_model
+    handles = guard_devices(model)
+    try:
+        with torch.device("meta"):
+            explorer = drive(model, vocab)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert_drawn_from_cpu_tensors(explorer)
+
+
+@pytest.mark.skipif(tl.pick_device().type == "cpu", reason="needs a second device: cuda or mps")
+@pytest.mark.parametrize("drive", DRIVERS)
+def test_model_widgets_run_a_model_on_cuda_or_mps(tiny_date_model, drive):
+    """The case itself, where there is a GPU or a Mac: the model on ``tl.pick_device()``, torch's
+    default device the CPU."""
+    model, vocab = tiny_date_model
+    assert_drawn_from_cpu_tensors(drive(copy.deepcopy(model).to(tl.pick_device()), vocab))
 
 
 def test_display_shows_controls_then_a_picture_updated_in_place():

@@ -31,6 +31,11 @@ reads are unchanged and a notebook grows by the size of its widgets' data (tens 
 hundreds of PNGs. A widget whose picture needs the model for a control value computes it up front
 (``DecodingExplorer`` runs every step once); a control whose values are typed text (a source
 sentence) stays at its value on the web.
+
+A widget that runs a model runs it where the model is (a CPU, cuda or Apple's mps; GUIDE §10): it
+builds every input on :func:`_model_device` (never on torch's default device, which is the CPU
+unless the learner changed it) and brings what it draws back to the CPU, where matplotlib, the
+labels and the snapshot read it.
 """
 
 import base64
@@ -193,6 +198,16 @@ def _build(described: dict) -> w.Widget:
     control = getattr(w, described["type"])(**kwargs)
     control.value = described["value"]
     return control
+
+
+def _model_device(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s parameters: where a widget builds the tensors it hands the model.
+
+    A learner's model may sit on cuda or mps while a tensor made without ``device=`` lands on
+    torch's default device (the CPU unless the learner set another): the model would get a tensor
+    on one device beside weights on another, and raise. Every widget that runs a learner's model
+    asks here, so the rule lives in one place."""
+    return next(model.parameters()).device
 
 
 class FigureWidget:
@@ -492,7 +507,10 @@ class HeadCountExplorer(FigureWidget):
     map.
 
     Each ``h`` gets a freshly initialised :class:`MultiHeadAttention` (seeded, so the same ``h``
-    always shows the same maps) applied to the same token vectors ``x (T, d_model)``.
+    always shows the same maps) applied to the same token vectors ``x (T, d_model)``. Both live on
+    the CPU whatever device ``x`` came from (say, a model's embeddings on cuda): the seeded weights
+    come from the CPU's random stream, so every machine draws the same maps, and that stream is the
+    one put back afterwards.
     """
 
     DATA = ("x", "labels", "seed")
@@ -500,7 +518,7 @@ class HeadCountExplorer(FigureWidget):
     def __init__(self, x: torch.Tensor, labels: Sequence[str] | None = None, seed: int = 0):
         if x.dim() != 2:
             raise ValueError(f"x must be (T, d_model) token vectors, got shape {tuple(x.shape)}")
-        self.x, self.labels, self.seed = x.detach(), labels, seed
+        self.x, self.labels, self.seed = x.detach().cpu(), labels, seed  # x: (T, d_model)
         d_model = x.size(1)
         options = [h for h in range(1, min(d_model, 8) + 1) if d_model % h == 0]
         super().__init__(
@@ -518,7 +536,8 @@ class HeadCountExplorer(FigureWidget):
             devices=[]
         ):  # seeded weights; the learner's random stream is left as it was
             torch.manual_seed(self.seed)
-            mha = MultiHeadAttention(self.x.size(1), h).eval()
+            with torch.device("cpu"):  # beside x, whatever torch's default device is
+                mha = MultiHeadAttention(self.x.size(1), h).eval()
         with torch.no_grad():
             _, weights = mha(
                 self.x[None], self.x[None], self.x[None], need_weights=True
@@ -698,13 +717,19 @@ def _check_source(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> None:
         raise ValueError(f"the source has {length} {unit}; this model reads at most {max_len}")
 
 
-def _source_batch(vocab: Vocab | SubwordVocab, text: str, max_len: int) -> torch.Tensor:
-    """``(1, S)`` token ids of the source ``text`` after :func:`_check_source`; for a
-    :class:`SubwordVocab` the text is first normalised as
-    :func:`~transformer_lib.translation.translate` and the training text were."""
+def _source_batch(
+    vocab: Vocab | SubwordVocab, text: str, max_len: int, device: torch.device
+) -> torch.Tensor:
+    """``(1, S)`` token ids of the source ``text`` after :func:`_check_source`, on ``device`` (the
+    model's: :func:`_model_device`); for a :class:`SubwordVocab` the text is first normalised as
+    :func:`~transformer_lib.translation.translate` and the training text were.
+
+    The batch is built on ``device`` directly rather than built and moved: then it is right even
+    where the learner has set torch's default device to another one."""
     source = normalise_text(text) if isinstance(vocab, SubwordVocab) else text
     _check_source(vocab, source, max_len)
-    return make_batch([(source, "")], vocab).src  # (1, S)
+    with torch.device(device):
+        return make_batch([(source, "")], vocab).src  # (1, S)
 
 
 class AttentionExplorer(FigureWidget):
@@ -715,6 +740,8 @@ class AttentionExplorer(FigureWidget):
     ``tl.inspection.ATTENTION_KINDS`` (the names ``tl.inspection.attention_kind`` gives): ``"self"``
     (encoder), ``"masked self"`` (decoder) or ``"cross"``. The layer, head and query sliders take
     their bounds from the model and the current text; the source redraws when you press Enter.
+    The model runs on its own device (:func:`_model_device`), a new source included; the maps and
+    labels are kept on the CPU, for the pictures and the snapshot.
     """
 
     KINDS = ATTENTION_KINDS
@@ -766,18 +793,22 @@ class AttentionExplorer(FigureWidget):
                 "this copy of the explorer has no model to read a new source: run it in JupyterLab"
             )
         model, vocab = self.model, self.vocab
-        src = _source_batch(vocab, text, model.config.max_len)  # (1, S)
+        device = _model_device(model)  # the inputs go where the model is; the maps come back
+        src = _source_batch(vocab, text, model.config.max_len, device)  # (1, S)
         out = greedy_decode(model, src, self.max_len, vocab.bos_id, vocab.eos_id)[
             0
         ]  # (<= max_len,)
         out = out[out != vocab.pad_id]
-        tgt = torch.cat([torch.tensor([vocab.bos_id]), out[out != vocab.eos_id]])[None]  # (1, T)
+        bos = torch.tensor([vocab.bos_id], device=device)  # (1,)
+        tgt = torch.cat([bos, out[out != vocab.eos_id]])[None]  # (1, T)
         model.eval()
         with torch.no_grad(), capture_attention(model) as attention:
             model(src, tgt)
+        src, tgt, out = src.cpu(), tgt.cpu(), out.cpu()  # (1, S), (1, T), (<= max_len,)
         self.text, self.translation = text, vocab.decode(out)
         self._maps = {
-            kind: [weights[0] for _, weights in attention.of_kind(kind)] for kind in self.KINDS
+            kind: [weights[0].cpu() for _, weights in attention.of_kind(kind)]  # (h, T_q, T_k)
+            for kind in self.KINDS
         }
         source, reads = _token_labels(vocab, src[0]), _token_labels(vocab, tgt[0])
         self._labels = {
@@ -839,20 +870,23 @@ class DecodingExplorer(FigureWidget):
     """Step through greedy decoding: at step ``t`` the model has written ``t`` tokens, and the
     picture shows where each step's query looked in the source (cross-attention of the last layer,
     averaged over heads). Rows not written yet are blank and unlabelled; a written row ``a→b`` read
-    ``a`` and wrote ``b``."""
+    ``a`` and wrote ``b``. The model decodes on its own device (:func:`_model_device`); the rows and
+    tokens are kept on the CPU, for the pictures and the snapshot."""
 
     DATA = ("rows", "tokens", "row_labels", "source")
 
     def __init__(
         self, model: Transformer, vocab: Vocab | SubwordVocab, text: str, max_len: int = 32
     ):
-        src = _source_batch(vocab, text, model.config.max_len)  # (1, S)
+        src = _source_batch(vocab, text, model.config.max_len, _model_device(model))  # (1, S)
         with capture_attention(model) as attention:
             out = greedy_decode(model, src, max_len, vocab.bos_id, vocab.eos_id)[
                 0
-            ]  # cached: one call per step
+            ].cpu()  # (<= max_len,); cached: one call per step
+        src = src.cpu()  # (1, S): for the labels
         layer = attention.of_kind("cross")[-1][0]
-        self.rows = torch.cat([step[0].mean(0) for step in attention.calls[layer]])  # (steps, S)
+        steps = attention.calls[layer]  # one (1, h, 1, S) per step, on the model's device
+        self.rows = torch.cat([step[0].mean(0) for step in steps]).cpu()  # (steps, S)
         self.tokens = _token_labels(vocab, out[out != vocab.pad_id])
         self.row_labels = _decoder_row_labels(["^"] + self.tokens[:-1], self.tokens)
         self.source = _token_labels(vocab, src[0])
