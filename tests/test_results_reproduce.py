@@ -74,8 +74,8 @@ def test_modern_decoder_csv_reproduces_its_seed_0_block_rows(variant, tolerance_
 def test_paper_schedule_run_holds_what_notebook_06_exercise_3_compares_with():
     """Notebook 06's exercise 3 asks the learner to predict this run's outcome, so the notebook does
     not assert it: the paper's schedule (factor 0.24, seed 0) first reaches 99% validation exact
-    match at step 1200 (the recipe's three seeds with the same eps_ls: by step 1000) and ends at
-    0.998 at step 1600, below the recipe's three seeds, all at 1.000."""
+    match at step 900 (the recipe's three seeds with the same eps_ls: at step 1100), falls back
+    below 99% later, and ends at 0.986 at step 1600, below the recipe's three seeds, all at 1.000."""
     import runpy
 
     script = runpy.run_path(str(RESULTS / "label_smoothing.py"))
@@ -86,8 +86,15 @@ def test_paper_schedule_run_holds_what_notebook_06_exercise_3_compares_with():
         if r["schedule"] == "recipe" and r["eps"] == 0.1 and r["step"] == 1600
     ]
     first = next(r["step"] for r in paper if r["val_exact_match"] >= 0.99)
-    assert first == 1200 and paper[-1]["step"] == 1600
-    assert paper[-1]["val_exact_match"] == 0.998 < min(recipe) == 1.0 and len(recipe) == 3
+    recipe_first = {
+        r["seed"]: r["step"]
+        for r in reversed(script["read_rows"]())
+        if r["schedule"] == "recipe" and r["eps"] == 0.1 and r["val_exact_match"] >= 0.99
+    }
+    assert first == 900 and set(recipe_first.values()) == {1100} and len(recipe_first) == 3
+    assert any(r["val_exact_match"] < 0.99 for r in paper if r["step"] > first)
+    assert paper[-1]["step"] == 1600
+    assert paper[-1]["val_exact_match"] == 0.986 < min(recipe) == 1.0 and len(recipe) == 3
 
 
 @pytest.mark.skipif(
