@@ -146,8 +146,8 @@ def warmup_linear_decay(step: int, warmup: int, total_steps: int) -> float:
     """A multiplier of the learning rate: linear from 0 to 1 over ``warmup`` steps, then linear down
     to 0 at ``total_steps``. Small models trained for a fixed, short budget (the CPU presets) end it
     settled with it: :func:`noam_lr`'s slow ``1/sqrt(step)`` tail still takes large steps at the end
-    (notebook 06, exercise 3: the date task ends at 0.986 with the paper's schedule against 1.000 for
-    the recipe's three seeds, ``results/paper_schedule.csv``)."""
+    (notebook 06, exercise 3: the date task ends at 0.986 with the paper's schedule against 1.000
+    for the recipe's three seeds, ``results/paper_schedule.csv``)."""
     if not 0 < warmup < total_steps:
         raise ValueError(
             f"need 0 < warmup < total_steps, got warmup={warmup}, total_steps={total_steps}"
