@@ -103,18 +103,19 @@ class LabelSmoothingLoss(nn.Module):
             )
         vocab_size, pad = logits.size(-1), self.pad_id
         _check_smoothing(target, vocab_size, self.eps, pad)
-        # (B*T, V), in at least float32: 16-bit log-probs (autocast) would round every sum below
+        # in at least float32: 16-bit log-probs (autocast) would round every sum below
         wide = torch.promote_types(logits.dtype, torch.float32)
-        log_probs = logits.reshape(-1, vocab_size).log_softmax(dim=-1, dtype=wide)
+        log_probs = logits.reshape(-1, vocab_size).log_softmax(dim=-1, dtype=wide)  # (B*T, V)
         target = target.reshape(-1)  # (B*T,)
-        # (B*T,) each: the log-probs of the target and of <pad>, read by one gather (whose backward
-        # fills one (B*T, V) table of zeros, where a gather and a column index fill two)
+        # the log-probs of the target and of <pad>, read by one gather (whose backward fills one
+        # zero table of the logits' size, where a gather and a column index fill two)
         columns = torch.stack([target, torch.full_like(target, pad)], dim=1)  # (B*T, 2)
-        on_target, on_pad = log_probs.gather(1, columns).unbind(dim=1)
+        on_target, on_pad = log_probs.gather(1, columns).unbind(dim=1)  # (B*T,) each
         off_target = log_probs.sum(dim=-1) - on_pad - on_target  # (B*T,)
-        # (B*T,): -(smoothed_targets(...) * log_probs).sum(-1) in closed form, without building
-        # the (B*T, V) table (equal to ~1e-6, tests/test_train.py)
-        per_token = -((1.0 - self.eps) * on_target + self.eps / max(vocab_size - 2, 1) * off_target)
+        # -(smoothed_targets(...) * log_probs).sum(-1) in closed form, without building the
+        # smoothed-target table (equal to ~1e-6, tests/test_train.py)
+        share = self.eps / max(vocab_size - 2, 1)  # what each other non-<pad> token gets
+        per_token = -((1.0 - self.eps) * on_target + share * off_target)  # (B*T,)
         counted = target != pad  # (B*T,)
         return torch.where(counted, per_token, 0.0).sum() / counted.sum().clamp(min=1)
 
