@@ -308,7 +308,11 @@ def test_attention_share_of_the_gemm_rate_is_a_fraction_of_a_measured_rate():
         rounds=3,
         gemm_sizes=(32, 64),
     )
-    assert [r["variant"] for r in rows] == ["ours, fast path", "nn.MultiheadAttention"]
+    assert [r["variant"] for r in rows] == [
+        "ours, fast path",
+        "nn.MultiheadAttention",
+        "one projection (B*T, d) @ (d, d)",
+    ]
     for row in rows:
         assert row["gemm_size"] in (32, 64) and row["rounds"] == 3
         assert row["dtype"] == "float32" and row["share"] > 0
@@ -324,11 +328,14 @@ def test_attention_share_is_the_median_of_ratios_timed_side_by_side(monkeypatch)
         device=torch.device("cpu"), batch=1, length=2, d_model=4, num_heads=1, rounds=3
     )
     flops = 8 * 1 * 2 * 4**2 + 4 * 1 * 2**2 * 4
-    # round r times the GEMM, then ours, then theirs, at seconds 3r+1, 3r+2, 3r+3
-    ours = [(flops / (3 * r + 2)) / (2 * 4**3 / (3 * r + 1)) for r in range(3)]
-    theirs = [(flops / (3 * r + 3)) / (2 * 4**3 / (3 * r + 1)) for r in range(3)]
+    # round r times the GEMM, then ours, theirs and one projection, at seconds 4r+1 ... 4r+4
+    gemm = [2 * 4**3 / (4 * r + 1) for r in range(3)]
+    ours = [(flops / (4 * r + 2)) / gemm[r] for r in range(3)]
+    theirs = [(flops / (4 * r + 3)) / gemm[r] for r in range(3)]
+    projection = [(2 * 1 * 2 * 4**2 / (4 * r + 4)) / gemm[r] for r in range(3)]
     assert rows[0]["share"] == pytest.approx(sorted(ours)[1])
     assert rows[1]["share"] == pytest.approx(sorted(theirs)[1])
+    assert rows[2]["share"] == pytest.approx(sorted(projection)[1])
 
 
 def test_sdpa_backends_are_a_cuda_comparison():

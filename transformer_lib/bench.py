@@ -612,7 +612,9 @@ def attention_gemm_share(
     dtype): how close the whole layer (four projections, the scores, softmax, the weighted sum)
     comes to the best a plain matrix product reaches. FLOPs counted: ``8 B T d^2`` for the
     projections and ``4 B T^2 d`` for ``Q K^T`` and ``weights V``. Ours (fast path) and
-    ``nn.MultiheadAttention``, under ``torch.autocast`` for a 16-bit ``dtype``.
+    ``nn.MultiheadAttention``, under ``torch.autocast`` for a 16-bit ``dtype``; and one of the
+    layer's projections alone (``2 B T d^2`` FLOPs), the product the layer spends most of its time
+    in: the share the layer could reach if its scores and softmax were free.
 
     The fastest size of ``gemm_sizes`` (see :func:`gemm_rate`) is picked once; then, ``rounds``
     times, that product and each attention are timed in turn (best of ``repeats`` each), and the
@@ -632,17 +634,23 @@ def attention_gemm_share(
         if dtype != torch.float32
         else contextlib.nullcontext()
     )
+    projection = ours.w_q  # one of the layer's four (d_model, d_model) projections
     variants = {
-        "ours, fast path": lambda: ours(x, x, x)[0],
-        "nn.MultiheadAttention": lambda: theirs(x, x, x, need_weights=False)[0],
+        "ours, fast path": (lambda: ours(x, x, x)[0], flops),
+        "nn.MultiheadAttention": (lambda: theirs(x, x, x, need_weights=False)[0], flops),
+        # the layer's own matrix product, alone: the practical ceiling of its projections
+        "one projection (B*T, d) @ (d, d)": (
+            lambda: projection(x),  # (B, T, d_model)
+            2 * batch * length * d_model**2,
+        ),
     }
     measured: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     for _ in range(rounds):
         gemm_per_s = 2 * n**3 / time_call(gemm, device, repeats, 1, min)
-        for name, run in variants.items():
+        for name, (run, work) in variants.items():
             with torch.no_grad(), autocast:
                 seconds = time_call(run, device, repeats, 1, min)
-            measured[name].append((flops / seconds, gemm_per_s))
+            measured[name].append((work / seconds, gemm_per_s))
     return [
         {
             "variant": name,
