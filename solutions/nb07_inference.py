@@ -16,12 +16,13 @@ def my_cached_causal_mask(size_q, size_k):
 
 ANSWERS = {
     "3": (
-        "Run the cell: on the date task the decoded dates should not change (or hardly). The "
-        "penalty divides a finished hypothesis's log-probability by lp = ((5 + length) / 6) ** "
-        "alpha (Wu et al. 2016, as in tl.beam_search); hypotheses of equal length are divided by "
-        "the same number, so their order is kept. Every correct output is an ISO date of exactly "
-        "10 characters, and a trained model gives hypotheses of any other length a far lower "
-        "probability, so nothing is reordered. In translation the candidates differ in length: "
+        "In a new cell, run the call: on the date task the decoded dates should not change (or "
+        "hardly). The penalty divides a finished hypothesis's log-probability by "
+        "lp = ((5 + length) / 6) ** alpha (Wu et al. 2016, as in tl.beam_search); hypotheses of "
+        "equal length are divided by the same number, so their order is kept. Every correct "
+        "output is an ISO date of exactly 10 characters, and a trained model gives hypotheses "
+        "of any other length a far lower probability, so nothing is reordered. In translation "
+        "the candidates differ in length: "
         "each extra token adds a negative log-probability, so without a penalty (alpha = 0) beam "
         "search prefers short outputs, and alpha sets how far longer ones are favoured. Measured "
         "on the seed-0 recipe model and the 200 test dates of section 2: exact match 1.000 with "

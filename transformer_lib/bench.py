@@ -470,7 +470,7 @@ def _random_batch(vocab_size: int, batch: int, length: int, device: torch.device
 def _precision_cases(device: torch.device) -> list[tuple[str, TransformerConfig, Callable]]:
     """What :func:`mixed_precision_steps` times by default: the launch-bound ``cpu_small`` step on
     a batch of dates (256 on a GPU, 32 on a CPU), and a wider model whose step does several times
-    its matrix-multiply work (on a CPU 9.1 GFLOP against 3.4 per training step, 2.7 times, as
+    its matrix-multiply work (on a CPU 9.0 GFLOP against 3.4 per training step, 2.7 times, as
     ``torch.utils.flop_counter`` counts them), large enough for 16-bit matrix products to matter on
     ``device``; on a CPU that emulates bfloat16 the two stay affordable (seconds)."""
     date = DateTask(num_test=10)
