@@ -373,6 +373,41 @@ def test_same_shapes_decides_which_seeds_share_initial_weights():
         assert identical == same[name], name
 
 
+def test_a_row_that_changes_a_shape_shares_only_what_is_drawn_before_the_change():
+    """What section 3 of notebook 10 says a shape-changing row shares with the base's same seed: the
+    random tensors drawn before its first changed shape, which is always the token embedding (also
+    the output projection) and, for N=1, N=4 and d_ff=1024, some encoder biases; the d_model rows
+    share nothing. Constant tensors (LayerNorm's ones and zeros) are equal in every model and not
+    counted. Welch's test, which ignores this partial pairing, is the conservative choice."""
+    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
+    grid = ex.GRIDS["cpu"]
+
+    def weights(name, seed=0):
+        row = grid.row(name)
+        config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
+        model = make_trainer(config, ex._recipe(grid, row), seed, "cpu").model
+        return dict(model.named_parameters())
+
+    base, other_seed = weights("base"), weights("base", seed=1)
+
+    def shared(name):
+        row = weights(name)
+        return [
+            key
+            for key, p in base.items()
+            if key in row
+            and row[key].shape == p.shape
+            and torch.equal(row[key], p)
+            and not torch.equal(p, other_seed[key])  # drawn at random, not a constant
+        ]
+
+    assert shared("B d_k=4") == shared("E learned positions") == ["src_embed.embedding.weight"]
+    for name in ("C N=1", "C N=4", "C d_ff=1024"):
+        assert shared(name)[0] == "src_embed.embedding.weight" and len(shared(name)) > 1
+        assert all(key.endswith(".bias") for key in shared(name)[1:]), name
+    assert shared("C d_model=32") == shared("C d_model=128") == []
+
+
 def test_student_t_p_matches_tabulated_values():
     # two-sided 5% points of Student's t (df 1, 2, 4, 30) and the normal limit
     for t, df in [(12.7062, 1), (4.30265, 2), (2.77645, 4), (2.04227, 30), (1.95996, 10**7)]:

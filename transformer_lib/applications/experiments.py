@@ -347,10 +347,12 @@ def same_shapes(grid: Grid | str, row: Row) -> bool:
     """Whether ``row``'s parameters have the same names and shapes, in the same order, as the
     grid's base row's. Then seed ``s`` draws the same initial weights for both (the same draws of
     the random generator fill the same tensors), and seed ``s`` of the row and of the base are a
-    pair; a row that changes a shape (``d_k``, ``N``, ``d_model``, ``d_ff``, learned positions)
-    draws other weights from the same seed, and its seeds pair with nothing. Built on the meta
-    device (no memory) with a nominal vocabulary: both models share the task's, whose size changes
-    no comparison."""
+    pair. A row that changes a shape (``d_k``, ``N``, ``d_model``, ``d_ff``, learned positions)
+    draws other weights from the same seed after its first changed tensor: it shares with the
+    base's seed only what is drawn before (the token embedding, and for some rows a few biases;
+    tests/test_experiments.py), so it is treated as unpaired, which is conservative. Built on the
+    meta device (no memory) with a nominal vocabulary: both models share the task's, whose size
+    changes no comparison."""
     grid = GRIDS[grid] if isinstance(grid, str) else grid
 
     def shapes(of: Row) -> list[tuple[str, torch.Size]]:
