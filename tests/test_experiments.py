@@ -323,9 +323,9 @@ def test_judge_own_row_compares_a_same_shape_row_with_the_same_seed_of_the_base(
 
 
 def test_judge_own_row_compares_a_new_shape_with_the_base_mean_fairly(monkeypatch):
-    """A row that changes shapes pairs with no seed of the base: it is set against the base's mean
-    over seeds, not its (worst) seed 0, with the noise of one run next to a mean of three, so the
-    band is centred and each prediction is judged alike."""
+    """A row that changes shapes is not paired with a seed of the base: it is set against the base's
+    mean over seeds, not its (worst) seed 0, with the noise of one run next to a mean of three, so
+    the band is centred and each prediction is judged alike."""
     base = (9.6, 9.0, 9.0)  # seed 0 is the worst; mean 9.2, sd 0.346
     results = _micro_results(rows=(("base", base), ("A h=1", (9.8, 9.2, 9.3))))
     seed_std = statistics.median([statistics.stdev(base), statistics.stdev((9.8, 9.2, 9.3))])

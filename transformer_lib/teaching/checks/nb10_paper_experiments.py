@@ -200,7 +200,8 @@ def judge_own_row(
 
     A row with the base's parameter shapes started from the base's seed-0 weights, so it is judged
     against the base's **seed 0** in ``results`` with the noise of a paired difference; any other
-    row pairs with no seed of the base and is judged against the base's **mean** over seeds with
+    row shares little of its starting weights with any seed of the base (section 3 of the
+    notebook), is not paired and is judged against the base's **mean** over seeds with
     the noise of one run next to that mean (:func:`_reference`). The difference counts as "same"
     when it is within two of those standard deviations.
 
