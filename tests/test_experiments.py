@@ -343,10 +343,19 @@ def test_judge_own_row_compares_a_new_shape_with_the_base_mean_fairly(monkeypatc
             assert ("as you predicted" in message) == (prediction == outcome), message
 
 
+def _initial_weights(name: str, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The starting weights of the CPU grid's row ``name`` for ``seed``, built as the runner builds
+    them (``make_trainer``), by parameter name."""
+    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
+    grid = ex.GRIDS["cpu"]
+    row = grid.row(name)
+    config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
+    return dict(make_trainer(config, ex._recipe(grid, row), seed, "cpu").model.named_parameters())
+
+
 def test_same_shapes_decides_which_seeds_share_initial_weights():
     """Rows with the base's parameter shapes draw the base's initial weights from the same seed;
     rows that change a shape draw others (the reason only the former are paired)."""
-    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
     grid = ex.GRIDS["cpu"]
     same = {row.name: ex.same_shapes(grid, row) for row in grid.rows}
     assert [name for name, keeps in same.items() if keeps] == [
@@ -358,14 +367,9 @@ def test_same_shapes_decides_which_seeds_share_initial_weights():
         "D eps_ls=0.2",
     ]
 
-    def weights(name):
-        row = grid.row(name)
-        config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
-        return dict(make_trainer(config, ex._recipe(grid, row), 0, "cpu").model.named_parameters())
-
-    base = weights("base")
+    base = _initial_weights("base")
     for name in ("A h=1", "D P_drop=0.0", "B d_k=4", "C d_ff=1024"):
-        row = weights(name)
+        row = _initial_weights(name)
         identical = all(
             key in row and row[key].shape == p.shape and torch.equal(row[key], p)
             for key, p in base.items()
@@ -379,19 +383,10 @@ def test_a_row_that_changes_a_shape_shares_only_what_is_drawn_before_the_change(
     the output projection) and, for N=1, N=4 and d_ff=1024, some encoder biases; the d_model rows
     share nothing. Constant tensors (LayerNorm's ones and zeros) are equal in every model and not
     counted. Welch's test, which ignores this partial pairing, is the conservative choice."""
-    task = StringProgramTask(num_test=1, num_valid=1, num_gen=1)
-    grid = ex.GRIDS["cpu"]
-
-    def weights(name, seed=0):
-        row = grid.row(name)
-        config = ex._config(grid, row, len(task.vocab), task.vocab.pad_id)
-        model = make_trainer(config, ex._recipe(grid, row), seed, "cpu").model
-        return dict(model.named_parameters())
-
-    base, other_seed = weights("base"), weights("base", seed=1)
+    base, other_seed = _initial_weights("base"), _initial_weights("base", seed=1)
 
     def shared(name):
-        row = weights(name)
+        row = _initial_weights(name)
         return [
             key
             for key, p in base.items()
